@@ -1,0 +1,45 @@
+// tessera/attention.hpp: attention kernels over block-table KV views.
+//
+// The model writes the K/V of this step's tokens into their cache slots first,
+// then calls forward(). For each sequence s, its query i sits at position
+// n_past + i and attends causally to positions [0, n_past + i]. GQA: query head
+// h reads KV head h / (n_head / n_kv_head). Causal masking and GQA are the
+// kernel's job.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tessera/kv_cache.hpp"
+#include "tessera/plugin.hpp"
+#include "tessera/status.hpp"
+
+namespace tessera {
+
+struct AttentionSeq {
+  std::span<const int32_t> block_table;
+  int32_t n_past = 0;   // tokens of this sequence in the cache before this step
+  int32_t n_query = 0;  // tokens of this sequence in this step
+  int32_t q_row = 0;    // index of its first query row in q/out
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_rows, n_head, head_dim]
+  float* out = nullptr;      // [n_rows, n_head, head_dim]
+  int32_t n_head = 0;
+  int32_t n_kv_head = 0;
+  int32_t head_dim = 0;
+  float scale = 0.0f;        // usually 1 / sqrt(head_dim)
+  KvLayerView kv;
+  std::span<const AttentionSeq> seqs;
+};
+
+class AttentionKernel : public PluginObject {
+ public:
+  virtual Status forward(const AttentionArgs& args) noexcept = 0;
+  // Whether the kernel can read a cache with this block size. A kernel that
+  // cannot returns false with a reason; the pipeline then refuses the pairing.
+  virtual bool supports_block_size(int32_t /*block_size*/, std::string* /*why*/) const noexcept { return true; }
+};
+
+}  // namespace tessera

@@ -1,0 +1,113 @@
+// tessera/plugin.hpp: the plugin ABI: version, descriptor, export macro.
+//
+// A plugin library exports exactly one symbol, `tessera_plugin_entry`, through
+// TESSERA_PLUGIN_ENTRY (Boost.DLL alias). It returns a PluginLibrary that lists
+// every plugin in the library; registration is explicit, never done by static
+// initializers. The core reads abi_major/abi_minor first and refuses a library
+// whose major differs; it never calls an interface newer than the library's minor.
+//
+// Rules every plugin follows:
+//  * No exception crosses the boundary: factories are noexcept and report
+//    failure through `error`; interface calls return Status/Result.
+//  * Objects handed to the core are deleted through their virtual destructor;
+//    the core keeps the library loaded for as long as any object it made lives.
+//  * Build with -fvisibility=hidden (tessera_add_plugin does): only the entry
+//    is exported.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tessera/params.hpp"
+
+// Bump the major on any incompatible change to a shipped interface or layout;
+// bump the minor on append-only growth.
+#define TESSERA_ABI_MAJOR 1
+#define TESSERA_ABI_MINOR 0
+
+namespace tessera {
+
+inline constexpr uint32_t kAbiMajor = TESSERA_ABI_MAJOR;
+inline constexpr uint32_t kAbiMinor = TESSERA_ABI_MINOR;
+
+// Values are stable ABI: append only.
+enum class PluginFamily : uint32_t {
+  architecture = 0,  // -> tessera::Architecture   (architecture.hpp)
+  attention = 1,     // -> tessera::AttentionKernel (attention.hpp)
+  kvcache = 2,       // -> tessera::KvCache         (kv_cache.hpp)
+  quant = 3,         // -> tessera::Quantizer       (quantizer.hpp)
+  decoding = 4,      // -> tessera::DecodingStrategy (decoding.hpp)
+};
+
+constexpr const char* family_name(PluginFamily f) {
+  switch (f) {
+    case PluginFamily::architecture: return "arch";
+    case PluginFamily::attention: return "attention";
+    case PluginFamily::kvcache: return "kvcache";
+    case PluginFamily::quant: return "quant";
+    case PluginFamily::decoding: return "decoding";
+  }
+  return "unknown";
+}
+
+// Base of every object a plugin hands out. The concrete family interface
+// derives from it with single, non-virtual inheritance, so the core may
+// static_cast a PluginObject* made by a factory of family F to F's interface.
+class __attribute__((visibility("default"))) PluginObject {
+ public:
+  virtual ~PluginObject() = default;
+};
+
+// Makes one plugin object from validated parameters. Returns nullptr and sets
+// *error on failure. Must not throw.
+using PluginFactory = PluginObject* (*)(const ParamValues& params, std::string* error) noexcept;
+
+// One plugin. Layout frozen for ABI 1.x (see static_asserts below).
+struct PluginInfo {
+  PluginFamily family;
+  const char* name;         // unique within its family, e.g. "paged"
+  const char* version;      // the plugin's own version, e.g. "0.1.0"
+  const char* description;  // one line
+  const ParamSpec* params;  // declared parameters
+  size_t param_count;
+  PluginFactory create;
+};
+
+// What the entry returns. Layout frozen for ABI 1.x: abi_major must stay first.
+struct PluginLibrary {
+  uint32_t abi_major;          // TESSERA_ABI_MAJOR the library was built against
+  uint32_t abi_minor;          // TESSERA_ABI_MINOR the library was built against
+  const PluginInfo* plugins;
+  size_t plugin_count;
+};
+
+static_assert(offsetof(PluginLibrary, abi_major) == 0);
+static_assert(offsetof(PluginLibrary, abi_minor) == 4);
+static_assert(offsetof(PluginLibrary, plugins) == 8);
+static_assert(sizeof(PluginLibrary) == 24);
+static_assert(sizeof(PluginInfo) == 56);
+static_assert(sizeof(ParamSpec) == 48);
+
+using PluginEntryFn = const PluginLibrary*();
+
+// Helper for the common factory: construct T(params) and catch everything.
+template <typename T>
+PluginObject* make_plugin(const ParamValues& params, std::string* error) noexcept {
+  try {
+    return new T(params);
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+  } catch (...) {
+    if (error) *error = "unknown exception";
+  }
+  return nullptr;
+}
+
+}  // namespace tessera
+
+// Export the library's single entry. Usage, in exactly one .cpp of a plugin:
+//   const tessera::PluginLibrary* my_entry() { static const ... lib{...}; return &lib; }
+//   TESSERA_PLUGIN_ENTRY(my_entry)
+#include <boost/dll/alias.hpp>
+#define TESSERA_PLUGIN_ENTRY(fn) BOOST_DLL_ALIAS(fn, tessera_plugin_entry)

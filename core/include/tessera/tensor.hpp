@@ -1,0 +1,153 @@
+// tessera/tensor.hpp: element types, devices, non-owning tensor views and owning buffers.
+//
+// Layout convention: row-major; shape[0] is the outermost dimension. A weight
+// matrix for y = x·Wᵀ has shape [out_features, in_features]. Block formats
+// (the GGUF quantizations) pack `block_elems` consecutive elements of a row
+// into `block_bytes` bytes, so a row of n elements takes n / block_elems *
+// block_bytes bytes; n must be a multiple of block_elems.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string_view>
+
+namespace tessera {
+
+// Values are stable ABI: append only. Block formats follow ggml's layouts.
+enum class DType : uint32_t {
+  f32 = 0,
+  f16 = 1,
+  bf16 = 2,
+  i8 = 3,
+  i32 = 4,
+  u8 = 5,
+  q4_0 = 6,   // ggml block of 32: f16 scale, 16 bytes of 4-bit values
+  q4_1 = 7,   // ggml block of 32: f16 scale, f16 min, 16 bytes of 4-bit values
+  q8_0 = 8,   // ggml block of 32: f16 scale, 32 int8 values
+  q4_k = 9,   // ggml super-block of 256
+  q5_k = 10,  // ggml super-block of 256
+  q6_k = 11,  // ggml super-block of 256
+  i16 = 12,
+  i64 = 13,
+  f64 = 14,
+  q8_1 = 15,  // ggml block of 32: f16 scale, f16 sum, 32 int8 values (activations)
+  count_      // not a type; keep last
+};
+
+struct DTypeInfo {
+  std::string_view name;  // "f32", "q4_1", ...
+  uint32_t block_elems;   // elements per block (1 for plain types)
+  uint32_t block_bytes;   // bytes per block
+};
+
+constexpr DTypeInfo dtype_info(DType t) {
+  constexpr std::array<DTypeInfo, static_cast<size_t>(DType::count_)> table = {{
+      {"f32", 1, 4},
+      {"f16", 1, 2},
+      {"bf16", 1, 2},
+      {"i8", 1, 1},
+      {"i32", 1, 4},
+      {"u8", 1, 1},
+      {"q4_0", 32, 18},
+      {"q4_1", 32, 20},
+      {"q8_0", 32, 34},
+      {"q4_k", 256, 144},
+      {"q5_k", 256, 176},
+      {"q6_k", 256, 210},
+      {"i16", 1, 2},
+      {"i64", 1, 8},
+      {"f64", 1, 8},
+      {"q8_1", 32, 36},
+  }};
+  const auto i = static_cast<size_t>(t);
+  return i < table.size() ? table[i] : DTypeInfo{"invalid", 0, 0};
+}
+
+constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+constexpr bool is_block_format(DType t) { return dtype_info(t).block_elems > 1; }
+
+// Bytes taken by `n_elems` consecutive elements (n_elems a multiple of the block size).
+constexpr uint64_t dtype_row_bytes(DType t, uint64_t n_elems) {
+  const auto info = dtype_info(t);
+  return info.block_elems == 0 ? 0 : n_elems / info.block_elems * info.block_bytes;
+}
+
+enum class DeviceKind : uint32_t { cpu = 0, cuda = 1 };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int32_t index = 0;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+inline constexpr int kMaxDims = 4;
+
+// A non-owning view. Strides are in elements (plain types) and are only
+// meaningful for plain types; block formats are always contiguous by rows.
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  int32_t ndim = 0;
+  std::array<int64_t, kMaxDims> shape{};
+  std::array<int64_t, kMaxDims> strides{};
+  Device device{};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return ndim == 0 ? 0 : n;
+  }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+
+  // A contiguous row-major view over `data`.
+  static Tensor contiguous(void* data, DType dtype, std::initializer_list<int64_t> dims,
+                           Device device = {}) {
+    Tensor t;
+    t.data = data;
+    t.dtype = dtype;
+    t.device = device;
+    t.ndim = static_cast<int32_t>(dims.size());
+    int i = 0;
+    for (int64_t d : dims) t.shape[i++] = d;
+    int64_t stride = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      t.strides[d] = stride;
+      stride *= t.shape[d];
+    }
+    return t;
+  }
+};
+
+// Owning, 64-byte aligned host memory (cache line and AVX-512 friendly).
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  explicit HostBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes == 0) return;
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    data_.reset(static_cast<std::byte*>(p));
+  }
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  template <typename T>
+  T* as() { return reinterpret_cast<T*>(data_.get()); }
+  template <typename T>
+  const T* as() const { return reinterpret_cast<const T*>(data_.get()); }
+  size_t size() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace tessera
