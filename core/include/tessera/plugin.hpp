@@ -87,7 +87,7 @@ static_assert(offsetof(PluginLibrary, abi_minor) == 4);
 static_assert(offsetof(PluginLibrary, plugins) == 8);
 static_assert(sizeof(PluginLibrary) == 24);
 static_assert(sizeof(PluginInfo) == 56);
-static_assert(sizeof(ParamSpec) == 48);
+static_assert(sizeof(ParamSpec) == 56);
 
 using PluginEntryFn = const PluginLibrary*();
 
