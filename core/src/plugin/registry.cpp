@@ -48,6 +48,7 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& pipeline_p
     std::error_code fec;
     fs::path key = fs::weakly_canonical(c, fec);
     if (fec) key = c.lexically_normal();
+    if (key.has_parent_path() && key.filename().empty()) key = key.parent_path();  // drop a trailing '/'
     if (seen.insert(key).second) out.push_back(key);
   }
   return out;
@@ -132,8 +133,11 @@ Result<std::shared_ptr<PluginObject>> PluginRegistry::create_object(const Loaded
   PluginObject* raw = nullptr;
   // The factory type is noexcept, but a third-party factory may throw anyway:
   // catch here so that a broken plugin is an error, not a crash.
+  // Calling through a pointer without noexcept keeps the unwind tables that
+  // let the catch below see such an exception.
+  PluginObject* (*factory)(const ParamValues&, std::string*) = plugin.info->create;
   try {
-    raw = plugin.info->create(params, &error);
+    raw = factory(params, &error);
   } catch (const std::exception& e) {
     error = fmt::format("threw: {}", e.what());
   } catch (...) {

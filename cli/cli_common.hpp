@@ -1,0 +1,32 @@
+// cli_common.hpp: what every `tessera` subcommand shares: exit codes, logging, errors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/status.hpp"
+
+namespace tessera::cli {
+
+// Exit codes: 0 success, 1 runtime error, 2 usage or configuration error.
+enum ExitCode : int { kExitOk = 0, kExitRuntime = 1, kExitUsage = 2 };
+
+// Configuration mistakes (bad flags, bad pipeline, unknown plugin) exit 2;
+// everything else that fails exits 1.
+int exit_code_for(const Status& status);
+
+// Prints "error: <message>" to stderr and returns the exit code for it.
+int report(const Status& status);
+int report_usage(const std::string& message);
+
+// -v/-q handling shared by the subcommands.
+void configure_logging(bool verbose, bool quiet);
+
+using Command = int (*)(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_plugins(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
+
+}  // namespace tessera::cli

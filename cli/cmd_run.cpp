@@ -1,0 +1,56 @@
+// tessera run PIPELINE [--prompt TEXT] [--max-tokens N] [--seed N] [--set k=v]... [--metrics-json PATH]
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "pipeline/pipeline.hpp"
+#include "plugin/registry.hpp"
+
+namespace tessera::cli {
+
+int cmd_run(int argc, char** argv) {
+  cxxopts::Options options("tessera run", "Run a pipeline: generate text, stream it to stdout, report metrics.");
+  options.positional_help("PIPELINE");
+  options.add_options()
+      ("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())
+      ("prompt", "prompt text (overrides [run] prompt)", cxxopts::value<std::string>())
+      ("max-tokens", "most tokens to generate (overrides [run] max_tokens)", cxxopts::value<std::string>())
+      ("seed", "sampling seed (overrides [sampling] seed)", cxxopts::value<std::string>())
+      ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("metrics-json", "write the metrics as one JSON object to this file", cxxopts::value<std::string>())
+      ("v,verbose", "debug logging")
+      ("q,quiet", "only errors on stderr, no metrics summary")
+      ("h,help", "show this help");
+  options.parse_positional({"pipeline"});
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const std::exception& e) {
+    return report_usage(e.what());
+  }
+  if (args.count("help")) {
+    fmt::print("{}\n", options.help());
+    return kExitOk;
+  }
+  if (!args.count("pipeline")) return report_usage("tessera run needs a pipeline file (see --help)");
+  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+
+  std::vector<PipelineOverride> overrides;
+  if (args.count("set")) {
+    for (const auto& s : args["set"].as<std::vector<std::string>>()) {
+      auto o = parse_override(s);
+      if (!o.ok()) return report(o.status());
+      overrides.push_back(std::move(o).value());
+    }
+  }
+  if (args.count("prompt")) overrides.push_back({"run", "prompt", args["prompt"].as<std::string>(), true});
+  if (args.count("max-tokens")) overrides.push_back({"run", "max_tokens", args["max-tokens"].as<std::string>()});
+  if (args.count("seed")) overrides.push_back({"sampling", "seed", args["seed"].as<std::string>()});
+
+  PluginRegistry registry;
+  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), overrides, registry);
+  if (!pipeline.ok()) return report(pipeline.status());
+  return report(Unsupported("no architecture plugin can load this model yet"));
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,52 @@
+// tessera: the command line. Thin by design: each subcommand parses its
+// arguments and calls the core, so that tests can make the same calls.
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "version.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  tessera::cli::Command run;
+  const char* help;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"run", tessera::cli::cmd_run, "run a pipeline: generate text and report metrics"},
+    {"plugins", tessera::cli::cmd_plugins, "list the plugins found, or describe one"},
+};
+
+void print_usage() {
+  fmt::print("usage: tessera <command> [options]\n\ncommands:\n");
+  for (const auto& s : kSubcommands) fmt::print("  {:<12}{}\n", s.name, s.help);
+  fmt::print("\n`tessera <command> --help` describes a command. Exit codes: 0 ok, 1 runtime error, 2 usage error.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return tessera::cli::kExitUsage;
+  }
+  const std::string_view command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") {
+    print_usage();
+    return tessera::cli::kExitOk;
+  }
+  if (command == "--version" || command == "version") {
+    fmt::print("tessera {}\n", tessera::version());
+    return tessera::cli::kExitOk;
+  }
+  for (const auto& s : kSubcommands) {
+    if (command == s.name) return s.run(argc - 1, argv + 1);
+  }
+  fmt::print(stderr, "error: unknown command '{}'\n", command);
+  print_usage();
+  return tessera::cli::kExitUsage;
+}

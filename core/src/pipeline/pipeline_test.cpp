@@ -1,0 +1,213 @@
+// Pipeline files: every kind of mistake is reported with file:line:column and
+// the key; overrides; relative paths; plugin choice and parameter validation.
+#include "pipeline/pipeline.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fixture folder holds a decoding plugin "fixture_fixed" and the
+// declaration-only "fixture_kv" and "fixture_attn".
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry_.scan({fs::path(TESSERA_FIXTURE_DIR) / "first"}); }
+
+  static std::string text(const std::string& extra) {
+    return "[model]\npath = \"models/m.gguf\"\n"
+           "[kvcache]\nplugin = \"fixture_kv\"\n"
+           "[attention]\nplugin = \"fixture_attn\"\n"
+           "[decoding]\nplugin = \"fixture_fixed\"\n" +
+           extra;
+  }
+  Result<Pipeline> parse(const std::string& toml, std::vector<PipelineOverride> overrides = {}) {
+    return parse_pipeline(toml, "test.toml", "/base/dir", overrides, registry_);
+  }
+  PluginRegistry registry_;
+};
+
+std::string message(const Result<Pipeline>& r) { return r.ok() ? std::string("(ok)") : r.status().message(); }
+
+TEST_F(PipelineTest, AValidPipelineIsWiredWithDefaultsFilledIn) {
+  auto r = parse(text("[run]\nprompt = \"hi\"\n"));
+  ASSERT_TRUE(r.ok()) << message(r);
+  EXPECT_EQ(r->model.get_string("path"), "/base/dir/models/m.gguf");  // relative to the file
+  EXPECT_EQ(r->run.get_string("prompt"), "hi");
+  EXPECT_EQ(r->run.get_int("max_tokens"), 128);
+  EXPECT_EQ(r->kvcache.plugin->info->name, std::string("fixture_kv"));
+  EXPECT_EQ(r->kvcache.params.get_int("block_size"), 16);
+  EXPECT_EQ(r->kvcache.params.get_int("memory"), 64ll << 20);
+  EXPECT_EQ(r->decoding.params.get_int("token"), 7);
+  EXPECT_FALSE(r->arch.has_value());
+}
+
+TEST_F(PipelineTest, PluginParametersAreValidatedAndPathsResolved) {
+  auto r = parse(text("") + "") ;
+  ASSERT_TRUE(r.ok());
+  auto p = parse("[model]\npath = \"/abs/m.gguf\"\n[kvcache]\nplugin = \"fixture_kv\"\nblock_size = 32\n"
+                 "memory = \"1GiB\"\nswap_file = \"swap/kv.bin\"\n[attention]\nplugin = \"fixture_attn\"\n"
+                 "[decoding]\nplugin = \"fixture_fixed\"\nmode = \"exact\"\nnames = [\"a\", \"b\"]\n");
+  ASSERT_TRUE(p.ok()) << message(p);
+  EXPECT_EQ(p->model.get_string("path"), "/abs/m.gguf");
+  EXPECT_EQ(p->kvcache.params.get_int("block_size"), 32);
+  EXPECT_EQ(p->kvcache.params.get_int("memory"), 1ll << 30);
+  EXPECT_EQ(p->kvcache.params.get_string("swap_file"), "/base/dir/swap/kv.bin");
+  EXPECT_EQ(p->decoding.params.get_string("mode"), "exact");
+  EXPECT_EQ(p->decoding.params.get_list("names"), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(PipelineTest, SyntaxErrorNamesLineAndColumn) {
+  auto r = parse("[model]\npath = \"m.gguf\"\nbroken = = 3\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(message(r).find("test.toml:3:"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("TOML syntax error"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, UnknownSectionListsTheValidOnes) {
+  auto r = parse(text("\n[kv_cache]\nblock_size = 16\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:10:2"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("unknown section 'kv_cache'"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("kvcache"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, UnknownKeyInACoreSectionNamesTheKeyAndTheValidKeys) {
+  auto r = parse(text("[run]\nmax_tokenz = 5\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:10:1"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("unknown key 'max_tokenz'"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("max_tokens"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, UnknownKeyInAPluginSectionNamesThePluginAndItsKeys) {
+  auto r = parse("[model]\npath = \"m.gguf\"\n[kvcache]\nplugin = \"fixture_kv\"\nblok_size = 16\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:5:1"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("kvcache plugin 'fixture_kv'"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("block_size, memory, swap_file"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, WrongTypeNamesTheExpectedType) {
+  auto r = parse(text("[run]\nmax_tokens = \"many\"\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:10:14"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("'max_tokens' must be a integer, not a string"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, OutOfRangeNamesTheRange) {
+  auto r = parse(text("[sampling]\ntop_p = 1.5\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:10:9"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("out of range [0, 1]"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, InvalidChoiceListsTheChoices) {
+  auto r = parse(text("mode = \"slow\"\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:9:8"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("not one of: fast,exact"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, SectionThatIsNotATable) {
+  auto r = parse("run = 3\n[model]\npath = \"m\"\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("'run' must be a table"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, MissingRequiredKey) {
+  auto r = parse("[model]\narch = \"auto\"\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("test.toml:1:1"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("missing required key 'path'"), std::string::npos) << message(r);
+}
+
+TEST_F(PipelineTest, UnknownPluginListsTheAvailableOnes) {
+  auto r = parse(text("") + "", {{"decoding", "plugin", "beam", false}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::not_found);
+  EXPECT_NE(message(r).find("unknown decoding plugin 'beam'"), std::string::npos) << message(r);
+  EXPECT_NE(message(r).find("available: fixture_fails, fixture_fixed"), std::string::npos) << message(r);
+
+  auto located = parse("[model]\npath = \"m\"\n[kvcache]\nplugin = \"pagd\"\n");
+  ASSERT_FALSE(located.ok());
+  EXPECT_NE(message(located).find("test.toml:4:10"), std::string::npos) << message(located);
+  EXPECT_NE(message(located).find("available: fixture_kv"), std::string::npos) << message(located);
+}
+
+TEST_F(PipelineTest, SetOverridesAnyKeyAndWinsOverTheFile) {
+  auto r = parse(text("[run]\nmax_tokens = 5\n"), {{"run", "max_tokens", "9"},
+                                                   {"kvcache", "block_size", "64"},
+                                                   {"sampling", "temperature", "0"},
+                                                   {"run", "prompt", "say \"hi\"", true}});
+  ASSERT_TRUE(r.ok()) << message(r);
+  EXPECT_EQ(r->run.get_int("max_tokens"), 9);
+  EXPECT_EQ(r->kvcache.params.get_int("block_size"), 64);
+  EXPECT_DOUBLE_EQ(r->sampling.get_real("temperature"), 0.0);
+  EXPECT_EQ(r->run.get_string("prompt"), "say \"hi\"");
+}
+
+TEST_F(PipelineTest, OverrideSyntax) {
+  auto o = parse_override("kvcache.block_size=32");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->section, "kvcache");
+  EXPECT_EQ(o->key, "block_size");
+  EXPECT_EQ(o->value, "32");
+  EXPECT_FALSE(parse_override("block_size=32").ok());
+  EXPECT_FALSE(parse_override("kvcache.block_size").ok());
+  EXPECT_FALSE(parse_override(".x=1").ok());
+}
+
+TEST_F(PipelineTest, OverrideOfAnUnknownSectionOrKeyOrBadValueIsAnError) {
+  auto r = parse(text(""), {{"nosuch", "x", "1"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("--set nosuch.x"), std::string::npos) << message(r);
+  auto k = parse(text(""), {{"run", "nosuch", "1"}});
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(message(k).find("unknown key 'nosuch'"), std::string::npos) << message(k);
+  auto t = parse(text(""), {{"run", "max_tokens", "lots"}});
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(message(t).find("--set run.max_tokens=lots"), std::string::npos) << message(t);
+}
+
+TEST_F(PipelineTest, ArchSectionOnlyWithANamedArchitecture) {
+  auto r = parse(text("[arch]\nx = 1\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(message(r).find("[arch] is only valid"), std::string::npos) << message(r);
+  auto named = parse(text(""), {{"model", "arch", "\"mamba\""}});
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(message(named).find("unknown arch plugin 'mamba'"), std::string::npos) << message(named);
+}
+
+TEST(PipelineFile, MissingFileAndDirectoryAreClearErrors) {
+  PluginRegistry registry;
+  auto missing = load_pipeline("/nonexistent/pipeline.toml", {}, registry);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("does not exist"), std::string::npos);
+  auto dir = load_pipeline(fs::temp_directory_path(), {}, registry);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos);
+}
+
+TEST(PipelineFile, PluginPathsFromTheFileAreSearchedFirst) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_pipeline_test";
+  fs::create_directories(dir);
+  const fs::path file = dir / "p.toml";
+  std::ofstream(file) << "[plugins]\npaths = [\"" << TESSERA_FIXTURE_DIR << "/second\", \"" << TESSERA_FIXTURE_DIR
+                      << "/first\"]\n[model]\npath = \"m.gguf\"\n[kvcache]\nplugin = \"fixture_kv\"\n"
+                         "[attention]\nplugin = \"fixture_attn\"\n[decoding]\nplugin = \"fixture_fixed\"\n";
+  PluginRegistry registry;
+  auto p = load_pipeline(file, {}, registry);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_STREQ(p->decoding.plugin->info->version, "2.0");  // from "second", listed first
+  EXPECT_EQ(p->model.get_string("path"), (dir / "m.gguf").string());
+  EXPECT_EQ(p->file, file);
+}
+
+}  // namespace
+}  // namespace tessera
