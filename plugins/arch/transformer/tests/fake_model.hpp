@@ -1,0 +1,140 @@
+// fake_model.hpp: a tiny random f32 Llama-family model and plain, obviously
+// correct stand-ins for what the core provides (weight store, builder, Linear,
+// attention kernel, KV cache), so the plugin is tested without any other plugin.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/architecture.hpp"
+
+namespace tessera::transformer::testing {
+
+struct TinySpec {
+  std::string arch = "llama";
+  int64_t n_layer = 2;
+  int64_t n_embd = 64;
+  int64_t n_head = 4;
+  int64_t n_kv_head = 2;
+  int64_t head_dim = 0;  // 0: n_embd / n_head
+  int64_t n_ff = 96;
+  int64_t vocab = 50;
+  int64_t context = 64;
+  double rope_freq_base = 10000.0;
+  RopeStyle rope_style = RopeStyle::adjacent;
+  RopeScaling rope_scaling = RopeScaling::none;
+  double rope_factor = 1.0;
+  int64_t rope_original_context = 0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  bool tied = false;      // no output.weight
+  bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias (Qwen2)
+  uint64_t seed = 1234;
+};
+
+// An in-memory WeightStore of f32 tensors.
+class FakeWeightStore final : public WeightStore {
+ public:
+  const ModelHParams& hparams() const override { return hparams_; }
+  const TensorRef* find(std::string_view name) const override;
+  std::vector<const TensorRef*> tensors() const override;
+  const std::string& source() const override { return source_; }
+
+  ModelHParams& mutable_hparams() { return hparams_; }
+  void add(const std::string& name, std::vector<int64_t> shape, std::vector<float> values);
+  void remove(const std::string& name) { entries_.erase(name); }
+  // Replaces a tensor by a random one of another shape (for mismatch tests).
+  void reshape(const std::string& name, std::vector<int64_t> shape);
+  // f32 values of a tensor; aborts the test if absent.
+  const std::vector<float>& values(const std::string& name) const;
+  bool has(const std::string& name) const { return entries_.count(name) != 0; }
+
+ private:
+  struct Entry {
+    TensorRef ref;
+    std::vector<float> values;
+  };
+  ModelHParams hparams_;
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::string source_ = "tiny-test-model.gguf";
+};
+
+std::unique_ptr<FakeWeightStore> make_tiny_model(const TinySpec& spec);
+
+// y = x·Wᵀ + b with plain loops over f32 weights.
+class PlainLinear final : public Linear {
+ public:
+  PlainLinear(const TensorRef& weight, const TensorRef* bias);
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(in_ * out_) * sizeof(float); }
+
+ private:
+  const float* w_;  // [out, in]
+  const float* b_;  // [out] or nullptr
+  int64_t in_, out_;
+};
+
+// Causal softmax attention over block-table views, one query and head at a time.
+// Scores are kept in a buffer reserved up front so that the kernel does not
+// allocate during decode (the allocation test measures the model alone).
+class PlainAttention final : public AttentionKernel {
+ public:
+  PlainAttention() { scores_.reserve(4096); }
+  Status forward(const AttentionArgs& args) noexcept override;
+  int calls = 0;
+
+ private:
+  std::vector<double> scores_;  // [n_ctx] of one query and head
+};
+
+class FakeBuilder final : public ModelBuilder {
+ public:
+  explicit FakeBuilder(const FakeWeightStore& weights) : weights_(weights) {}
+  const WeightStore& weights() const override { return weights_; }
+  Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name) override;
+  Status dequantize(const TensorRef& tensor, float* out) override;
+  Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
+  AttentionKernel& attention() override { return attention_; }
+
+ private:
+  const FakeWeightStore& weights_;
+  PlainAttention attention_;
+};
+
+// A small KV cache: a pool of blocks handed out from a free list in a scrambled
+// order, so that block tables are not the identity. block_size = max_context
+// gives the contiguous layout (one block per sequence).
+class TestKvCache final : public KvCache {
+ public:
+  TestKvCache(int32_t block_size, int32_t n_blocks) : block_size_(block_size), n_blocks_(n_blocks) {}
+  Status configure(const SequenceStateSpec& spec) noexcept override;
+  Result<SeqId> create_sequence() noexcept override;
+  void release(SeqId seq) noexcept override;
+  Status append_slots(SeqId seq, int32_t n) noexcept override;
+  Result<SeqId> fork(SeqId seq) noexcept override;
+  Status truncate(SeqId seq, int32_t new_length) noexcept override;
+  int32_t length(SeqId seq) const noexcept override;
+  std::span<const int32_t> block_table(SeqId seq) const noexcept override;
+  KvLayerView layer(int32_t layer) noexcept override;
+  KvStats stats() const noexcept override;
+
+ private:
+  struct Sequence {
+    int32_t length = 0;
+    std::vector<int32_t> blocks;
+  };
+  int32_t block_size_;
+  int32_t n_blocks_;
+  SequenceStateSpec spec_;
+  std::vector<std::vector<float>> k_, v_;  // [n_layer][n_blocks * block_size * kv_dim]
+  std::vector<int32_t> free_;
+  std::map<SeqId, Sequence> seqs_;
+  SeqId next_id_ = 0;
+};
+
+}  // namespace tessera::transformer::testing

@@ -1,0 +1,215 @@
+// Forward-pass tests: the plugin's batched model against the naive reference
+// and against itself run in other batch shapes.
+#include <gtest/gtest.h>
+
+#include "harness.hpp"
+
+namespace tessera::transformer::testing {
+namespace {
+
+// Prefill of n tokens with all_logits, token-by-token decode, and the reference
+// must agree on every position's logits.
+void check_prefill_decode_reference(const TinySpec& spec, size_t n_tokens, int32_t block_size = 0) {
+  const auto tokens = random_tokens(n_tokens, spec.vocab, spec.seed + 7);
+
+  Harness prefill(spec, block_size);
+  ASSERT_TRUE(prefill.ok());
+  const SeqId a = prefill.new_sequence();
+  const Rows prefill_rows = prefill.step({{a, tokens, true}})[0];
+
+  Harness decode(spec, block_size);
+  ASSERT_TRUE(decode.ok());
+  const SeqId b = decode.new_sequence();
+  Rows decode_rows;
+  for (int32_t t : tokens) decode_rows.push_back(decode.step({{b, {t}, false}})[0][0]);
+
+  ReferenceTransformer reference(prefill.weights());
+  const Rows expected = reference.run(tokens);
+
+  expect_rows_close(prefill_rows, expected, "prefill vs reference");
+  expect_rows_close(decode_rows, expected, "decode vs reference");
+  expect_rows_close(prefill_rows, decode_rows, "prefill vs decode");
+}
+
+TEST(TransformerForward, PrefillEqualsTokenByTokenDecodeAndReference) {
+  check_prefill_decode_reference(TinySpec{}, 12);
+}
+
+TEST(TransformerForward, LastTokenLogitsOnlyWhenAllLogitsIsOff) {
+  const TinySpec spec;
+  const auto tokens = random_tokens(9, spec.vocab, 3);
+  Harness h(spec);
+  ASSERT_TRUE(h.ok());
+  const Rows rows = h.step({{h.new_sequence(), tokens, false}})[0];
+  ReferenceTransformer reference(h.weights());
+  const Rows expected = reference.run(tokens);
+  ASSERT_EQ(rows.size(), 1u);
+  expect_close(rows[0], expected.back(), "last-token logits");
+}
+
+// Three sequences of different lengths, prefilling and decoding in shared
+// batches (token layout reversed against seqs order), match each run alone.
+class TransformerBatch : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(TransformerBatch, ThreeSequencesEqualEachRunAlone) {
+  const TinySpec spec;
+  const int32_t block_size = GetParam();
+  const std::vector<std::vector<int32_t>> prompts = {
+      random_tokens(7, spec.vocab, 11), random_tokens(3, spec.vocab, 12), random_tokens(12, spec.vocab, 13)};
+  const std::vector<std::vector<int32_t>> second = {{4}, {5, 6}, {7}};
+  const std::vector<std::vector<int32_t>> third = {{8}, {9}, {10, 11, 12}};
+  const std::vector<std::vector<bool>> all_logits = {{true, false, false}, {false, true, false}, {false, false, true}};
+  const std::vector<std::vector<std::vector<int32_t>>> steps = {prompts, second, third};
+
+  Harness together(spec, block_size);
+  ASSERT_TRUE(together.ok());
+  std::vector<SeqId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(together.new_sequence());
+  std::vector<std::vector<Rows>> batched;  // [step][seq] rows
+  for (size_t s = 0; s < steps.size(); ++s) {
+    std::vector<Chunk> chunks;
+    for (size_t q = 0; q < 3; ++q) chunks.push_back({ids[q], steps[s][q], all_logits[s][q]});
+    batched.push_back(together.step(chunks, /*reverse_layout=*/s != 1));
+  }
+
+  for (size_t q = 0; q < 3; ++q) {
+    Harness alone(spec, block_size);
+    ASSERT_TRUE(alone.ok());
+    const SeqId id = alone.new_sequence();
+    ReferenceTransformer reference(alone.weights());
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const Rows rows = alone.step({{id, steps[s][q], all_logits[s][q]}})[0];
+      const std::string what = "seq " + std::to_string(q) + " step " + std::to_string(s);
+      expect_rows_close(batched[s][q], rows, what + " batched vs alone");
+      Rows expected = reference.run(steps[s][q]);
+      if (!all_logits[s][q]) expected = {expected.back()};
+      expect_rows_close(rows, expected, what + " alone vs reference");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheLayouts, TransformerBatch, ::testing::Values(0, 4, 5),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("contiguous")
+                                                  : "paged_block" + std::to_string(info.param);
+                         });
+
+// RoPE pairing and scaling variants against the reference's own formulas.
+struct RopeCase {
+  const char* name;
+  RopeStyle style;
+  RopeScaling scaling;
+  double factor;
+};
+
+class TransformerRope : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(TransformerRope, MatchesReference) {
+  TinySpec spec;
+  spec.rope_style = GetParam().style;
+  spec.rope_scaling = GetParam().scaling;
+  spec.rope_factor = GetParam().factor;
+  // head_dim 16, base 500: wavelengths 6.3, 13.7, 29.8, 64.9, 141, ... With an
+  // original context of 64 (thresholds 16 and 64) the llama3 rule keeps the
+  // first two frequencies, blends the third and scales the rest. The low base
+  // makes the low frequencies turn visibly within 20 positions.
+  spec.rope_original_context = 64;
+  spec.rope_freq_base = 500.0;
+  check_prefill_decode_reference(spec, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, TransformerRope,
+    ::testing::Values(RopeCase{"adjacent", RopeStyle::adjacent, RopeScaling::none, 1.0},
+                      RopeCase{"neox", RopeStyle::neox, RopeScaling::none, 1.0},
+                      RopeCase{"adjacent_linear", RopeStyle::adjacent, RopeScaling::linear, 4.0},
+                      RopeCase{"neox_linear", RopeStyle::neox, RopeScaling::linear, 4.0},
+                      RopeCase{"adjacent_llama3", RopeStyle::adjacent, RopeScaling::llama3, 8.0},
+                      RopeCase{"neox_llama3", RopeStyle::neox, RopeScaling::llama3, 8.0}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(TransformerRope, StylesGiveDifferentLogits) {
+  // Guards the test above against a reference that ignores the style.
+  TinySpec adjacent, neox;
+  neox.rope_style = RopeStyle::neox;
+  const auto tokens = random_tokens(6, adjacent.vocab, 5);
+  Harness a(adjacent), b(neox);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const Rows ra = a.step({{a.new_sequence(), tokens, false}})[0];
+  const Rows rb = b.step({{b.new_sequence(), tokens, false}})[0];
+  float max_diff = 0.0f;
+  for (size_t i = 0; i < ra[0].size(); ++i) max_diff = std::max(max_diff, std::fabs(ra[0][i] - rb[0][i]));
+  EXPECT_GT(max_diff, 1e-3f);
+}
+
+class TransformerGqa : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(TransformerGqa, KvHeadCountsMatchReference) {
+  TinySpec spec;
+  spec.n_kv_head = GetParam();
+  check_prefill_decode_reference(spec, 10, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadGroups, TransformerGqa, ::testing::Values(4, 2, 1),
+                         [](const auto& info) { return "kv_heads_" + std::to_string(info.param); });
+
+TEST(TransformerForward, HeadDimIndependentOfEmbeddingWidth) {
+  TinySpec spec;
+  spec.head_dim = 8;  // q width 4 * 8 = 32, not n_embd 64
+  check_prefill_decode_reference(spec, 8);
+}
+
+TEST(TransformerForward, TiedOutputUsesTokenEmbedding) {
+  TinySpec spec;
+  spec.tied = true;
+  check_prefill_decode_reference(spec, 8);
+}
+
+TEST(TransformerForward, UntiedOutputUsesOutputWeight) {
+  TinySpec spec;
+  spec.tied = false;
+  check_prefill_decode_reference(spec, 8);
+}
+
+TEST(TransformerForward, Qwen2StyleQkvBias) {
+  TinySpec spec;
+  spec.arch = "qwen2";
+  spec.qkv_bias = true;
+  spec.rope_style = RopeStyle::neox;
+  check_prefill_decode_reference(spec, 10, 4);
+}
+
+TEST(TransformerForward, ThreeLayersPagedCache) {
+  TinySpec spec;
+  spec.n_layer = 3;
+  spec.seed = 99;
+  check_prefill_decode_reference(spec, 17, 3);
+}
+
+TEST(TransformerModel, StateSpecAndWeightBytes) {
+  TinySpec spec;
+  Harness h(spec);
+  ASSERT_TRUE(h.ok());
+  const SequenceStateSpec s = h.model().state_spec();
+  EXPECT_EQ(s.n_layer, 2);
+  EXPECT_EQ(s.n_kv_head, 2);
+  EXPECT_EQ(s.head_dim, 16);
+  EXPECT_EQ(s.max_context, 64);
+  // Per layer: q 64x64, k 32x64, v 32x64, o 64x64, gate/up 96x64, down 64x96; output 50x64.
+  const uint64_t per_layer = (64 * 64 + 32 * 64 * 2 + 64 * 64 + 96 * 64 * 3) * 4;
+  EXPECT_EQ(h.model().weight_bytes(), 2 * per_layer + 50 * 64 * 4);
+  EXPECT_EQ(h.model().hparams().head_dim, 16);
+}
+
+TEST(TransformerModel, AttentionKernelCalledOncePerLayer) {
+  TinySpec spec;
+  Harness h(spec);
+  ASSERT_TRUE(h.ok());
+  auto& attention = static_cast<PlainAttention&>(h.builder().attention());
+  const int before = attention.calls;
+  h.step({{h.new_sequence(), {1, 2, 3}, false}, {h.new_sequence(), {4}, false}});
+  EXPECT_EQ(attention.calls - before, 2);
+}
+
+}  // namespace
+}  // namespace tessera::transformer::testing

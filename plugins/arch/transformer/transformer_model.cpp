@@ -1,0 +1,185 @@
+#include "transformer_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "transformer_ops.hpp"
+
+namespace tessera::transformer {
+
+namespace {
+
+// Positions whose cos/sin are computed at build time; later ones are added on demand.
+constexpr int64_t kInitialRopePositions = 4096;
+
+void copy_row(const float* src, float* dst, int64_t width) {
+  std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(float));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept {
+  try {
+    auto config = resolve_config(builder.weights());
+    if (!config.ok()) return config.status();
+    auto weights = load_weights(builder, config.value());
+    if (!weights.ok()) return weights.status();
+    std::unique_ptr<Model> model = std::make_unique<TransformerModel>(
+        std::move(config).value(), std::move(weights).value(), builder);
+    return model;
+  } catch (const std::exception& e) {
+    return Internal(std::string("transformer: building the model failed: ") + e.what());
+  } catch (...) {
+    return Internal("transformer: building the model failed: unknown exception");
+  }
+}
+
+TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, ModelBuilder& builder)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      builder_(builder),
+      attention_(builder.attention()),
+      rope_(RopeConfig::from_hparams(config_.hparams, static_cast<int32_t>(config_.head_dim)),
+            config_.max_context) {
+  rope_.ensure(std::min(config_.max_context, kInitialRopePositions));
+}
+
+SequenceStateSpec TransformerModel::state_spec() const {
+  SequenceStateSpec spec;
+  spec.n_layer = static_cast<int32_t>(config_.n_layer);
+  spec.n_kv_head = static_cast<int32_t>(config_.n_kv_head);
+  spec.head_dim = static_cast<int32_t>(config_.head_dim);
+  spec.max_context = config_.max_context;
+  return spec;
+}
+
+Status TransformerModel::forward(const Batch& batch, KvCache& cache, float* logits) noexcept {
+  return guard([&] { return run(batch, cache, logits); });
+}
+
+Status TransformerModel::check_view(const KvLayerView& view, int64_t layer, int32_t block_size) const {
+  if (view.k == nullptr || view.v == nullptr || view.n_kv_head != config_.n_kv_head ||
+      view.head_dim != config_.head_dim || view.block_size != block_size)
+    return InvalidArgument("transformer: KV cache layer " + std::to_string(layer) + " has " +
+                           std::to_string(view.n_kv_head) + " KV heads of " +
+                           std::to_string(view.head_dim) + " (block size " +
+                           std::to_string(view.block_size) + "), the model needs " +
+                           std::to_string(config_.n_kv_head) + " of " +
+                           std::to_string(config_.head_dim) + " (was it configured from state_spec()?)");
+  return Status::Ok();
+}
+
+void TransformerModel::apply_rope(int64_t n_rows) {
+  float* q = scratch_.q.as<float>();  // [n_rows, n_head, head_dim]
+  float* k = scratch_.k.as<float>();  // [n_rows, n_kv_head, head_dim]
+  const auto n_head = static_cast<int32_t>(config_.n_head);
+  const auto n_kv_head = static_cast<int32_t>(config_.n_kv_head);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const int32_t pos = plan_.row_pos[static_cast<size_t>(r)];
+    rope_.apply(q + r * config_.q_dim(), n_head, pos);
+    rope_.apply(k + r * config_.kv_dim(), n_kv_head, pos);
+  }
+}
+
+void TransformerModel::write_kv(const KvLayerView& view, int64_t n_rows) {
+  const float* k = scratch_.k.as<float>();  // [n_rows, kv_dim]
+  const float* v = scratch_.v.as<float>();  // [n_rows, kv_dim]
+  const int64_t kv_dim = config_.kv_dim();
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const auto& table = plan_.tables[static_cast<size_t>(plan_.row_seq[static_cast<size_t>(r)])];
+    const int64_t slot = view.slot_offset(table, plan_.row_pos[static_cast<size_t>(r)]);
+    copy_row(k + r * kv_dim, view.k + slot, kv_dim);
+    copy_row(v + r * kv_dim, view.v + slot, kv_dim);
+  }
+}
+
+Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) {
+  if (logits == nullptr) return InvalidArgument("transformer: forward() needs a logits buffer");
+  const KvLayerView first_view = cache.layer(0);
+  TESSERA_RETURN_IF_ERROR(check_view(first_view, 0, first_view.block_size));
+  const BatchLimits limits{config_.vocab, config_.max_context, first_view.block_size};
+  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, cache, limits));
+
+  const int64_t n_rows = plan_.n_rows();
+  const int64_t d = config_.n_embd;
+  const int64_t ff = config_.n_ff;
+  const auto eps = static_cast<float>(config_.hparams.rms_norm_eps);
+  scratch_.ensure(config_, n_rows);
+  rope_.ensure(static_cast<int64_t>(plan_.max_position) + 1);
+
+  float* resid = scratch_.residual.as<float>();  // [n, n_embd]
+  float* normed = scratch_.normed.as<float>();   // [n, n_embd]
+  float* q = scratch_.q.as<float>();             // [n, q_dim]
+  float* k = scratch_.k.as<float>();             // [n, kv_dim]
+  float* v = scratch_.v.as<float>();             // [n, kv_dim]
+  float* attn = scratch_.attn_out.as<float>();   // [n, q_dim]
+  float* gate = scratch_.gate.as<float>();       // [n, n_ff]
+  float* up = scratch_.up.as<float>();           // [n, n_ff]
+
+  for (int64_t r = 0; r < n_rows; ++r)
+    TESSERA_RETURN_IF_ERROR(builder_.dequantize_rows(*weights_.token_embd,
+                                                     batch.tokens[static_cast<size_t>(r)], 1,
+                                                     resid + r * d));
+
+  int64_t n = n_rows;  // rows still carried; narrows to the logit rows in the last layer
+  const int64_t n_layer = config_.n_layer;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+
+    // Attention block: every row of the batch takes part (their K/V enter the cache).
+    rms_norm_rows(resid, lw.attn_norm.data(), normed, n, d, eps);
+    TESSERA_RETURN_IF_ERROR(lw.attn_q->forward(normed, q, n));
+    TESSERA_RETURN_IF_ERROR(lw.attn_k->forward(normed, k, n));
+    TESSERA_RETURN_IF_ERROR(lw.attn_v->forward(normed, v, n));
+    apply_rope(n);
+    const KvLayerView view = cache.layer(static_cast<int32_t>(l));
+    TESSERA_RETURN_IF_ERROR(check_view(view, l, first_view.block_size));
+    write_kv(view, n);
+
+    AttentionArgs args;
+    args.q = q;
+    args.out = attn;
+    args.n_head = static_cast<int32_t>(config_.n_head);
+    args.n_kv_head = static_cast<int32_t>(config_.n_kv_head);
+    args.head_dim = static_cast<int32_t>(config_.head_dim);
+    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+    args.kv = view;
+    args.seqs = plan_.attention;
+    TESSERA_RETURN_IF_ERROR(attention_.forward(args));
+
+    float* attn_rows = attn;
+    if (l == n_layer - 1) {
+      // Nothing after the last attention mixes rows, so only the rows whose
+      // logits are asked go on: gather them (in output order) into free buffers.
+      const int64_t n_out = static_cast<int64_t>(plan_.logit_rows.size());
+      for (int64_t i = 0; i < n_out; ++i) {
+        const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
+        copy_row(attn + r * config_.q_dim(), q + i * config_.q_dim(), config_.q_dim());
+        copy_row(resid + r * d, normed + i * d, d);
+      }
+      std::swap(resid, normed);
+      attn_rows = q;
+      n = n_out;
+    }
+
+    TESSERA_RETURN_IF_ERROR(lw.attn_output->forward(attn_rows, normed, n));
+    add_inplace(resid, normed, n * d);
+
+    // SwiGLU feed-forward block.
+    rms_norm_rows(resid, lw.ffn_norm.data(), normed, n, d, eps);
+    TESSERA_RETURN_IF_ERROR(lw.ffn_gate->forward(normed, gate, n));
+    TESSERA_RETURN_IF_ERROR(lw.ffn_up->forward(normed, up, n));
+    swiglu_inplace(gate, up, n * ff);
+    TESSERA_RETURN_IF_ERROR(lw.ffn_down->forward(gate, normed, n));
+    add_inplace(resid, normed, n * d);
+  }
+
+  // n now equals batch.logit_rows(); logits: [n, vocab].
+  rms_norm_rows(resid, weights_.output_norm.data(), normed, n, d, eps);
+  return weights_.output->forward(normed, logits, n);
+}
+
+}  // namespace tessera::transformer

@@ -1,0 +1,51 @@
+// transformer_model.hpp: the Llama-family decoder as a tessera::Model.
+//
+// One forward runs every token of the batch through the layers together, so
+// each weight matrix is read once per step whatever the number of sequences:
+//   x = embed(tokens)
+//   per layer: x += W_o · attention(rope(W_q · norm(x)), rope(W_k · norm(x)), W_v · norm(x))
+//              x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
+//   logits = W_out · norm(x)   (only for the rows the batch asks for)
+#pragma once
+
+#include <memory>
+
+#include "batch_plan.hpp"
+#include "model_config.hpp"
+#include "rope.hpp"
+#include "scratch.hpp"
+#include "tessera/architecture.hpp"
+#include "transformer_weights.hpp"
+
+namespace tessera::transformer {
+
+// Validates the weights against their hyper-parameters and builds the model.
+// Never throws. The model keeps `builder` for embedding lookups (dequantize_rows)
+// and its attention kernel, so the builder must outlive it.
+Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept;
+
+class TransformerModel final : public Model {
+ public:
+  TransformerModel(ModelConfig config, TransformerWeights weights, ModelBuilder& builder);
+
+  const ModelHParams& hparams() const override { return config_.hparams; }
+  SequenceStateSpec state_spec() const override;
+  Status forward(const Batch& batch, KvCache& cache, float* logits) noexcept override;
+  uint64_t weight_bytes() const override { return weights_.weight_bytes; }
+
+ private:
+  Status run(const Batch& batch, KvCache& cache, float* logits);
+  Status check_view(const KvLayerView& view, int64_t layer, int32_t block_size) const;
+  void apply_rope(int64_t n_rows);
+  void write_kv(const KvLayerView& view, int64_t n_rows);
+
+  ModelConfig config_;
+  TransformerWeights weights_;
+  ModelBuilder& builder_;
+  AttentionKernel& attention_;
+  RopeTable rope_;
+  BatchPlan plan_;
+  Scratch scratch_;
+};
+
+}  // namespace tessera::transformer

@@ -1,0 +1,91 @@
+#include "transformer_weights.hpp"
+
+#include <string>
+
+namespace tessera::transformer {
+
+namespace {
+
+std::string blk(int64_t layer, const char* tensor) {
+  return "blk." + std::to_string(layer) + "." + tensor;
+}
+
+Status check_all_shapes(const WeightStore& w, const ModelConfig& c) {
+  const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim(), ff = c.n_ff;
+  TESSERA_RETURN_IF_ERROR(expect_tensor(w, "token_embd.weight", {c.vocab, d}));
+  TESSERA_RETURN_IF_ERROR(expect_tensor(w, "output_norm.weight", {d}));
+  TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, "output.weight", {c.vocab, d}));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_norm.weight"), {d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_q.weight"), {q, d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_k.weight"), {kv, d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_v.weight"), {kv, d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_output.weight"), {d, q}));
+    TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, blk(l, "attn_q.bias"), {q}));
+    TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, blk(l, "attn_k.bias"), {kv}));
+    TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, blk(l, "attn_v.bias"), {kv}));
+    TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, blk(l, "attn_output.bias"), {d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "ffn_norm.weight"), {d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "ffn_gate.weight"), {ff, d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "ffn_up.weight"), {ff, d}));
+    TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "ffn_down.weight"), {d, ff}));
+  }
+  return Status::Ok();
+}
+
+// A Linear for `weight` (+ `bias` when present), double-checked against the
+// expected dimensions in case a quant plugin interprets the shape differently.
+Status make_linear(ModelBuilder& b, const std::string& weight, const std::string& bias,
+                   int64_t out_features, int64_t in_features, std::unique_ptr<Linear>& out,
+                   uint64_t& weight_bytes) {
+  auto made = b.linear(weight, bias);
+  if (!made.ok()) return made.status();
+  if (made.value() == nullptr) return Internal("the model builder returned no Linear for " + weight);
+  std::unique_ptr<Linear> lin = std::move(made).value();
+  if (lin->out_features() != out_features || lin->in_features() != in_features)
+    return Internal(b.weights().source() + ": the Linear made for " + weight + " is [" +
+                    std::to_string(lin->out_features()) + ", " + std::to_string(lin->in_features()) +
+                    "], expected [" + std::to_string(out_features) + ", " +
+                    std::to_string(in_features) + "]");
+  weight_bytes += lin->weight_bytes();
+  out = std::move(lin);
+  return Status::Ok();
+}
+
+Status load_vector(ModelBuilder& b, const std::string& name, int64_t n, std::vector<float>& out) {
+  const TensorRef* t = b.weights().find(name);  // presence and shape checked already
+  out.assign(static_cast<size_t>(n), 0.0f);
+  return b.dequantize(*t, out.data());
+}
+
+}  // namespace
+
+Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig& c) {
+  const WeightStore& w = builder.weights();
+  TESSERA_RETURN_IF_ERROR(check_all_shapes(w, c));
+
+  TransformerWeights tw;
+  tw.token_embd = w.find("token_embd.weight");
+  tw.layers.resize(static_cast<size_t>(c.n_layer));
+  const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim(), ff = c.n_ff;
+  uint64_t& bytes = tw.weight_bytes;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    LayerWeights& lw = tw.layers[static_cast<size_t>(l)];
+    TESSERA_RETURN_IF_ERROR(load_vector(builder, blk(l, "attn_norm.weight"), d, lw.attn_norm));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "attn_q.weight"), blk(l, "attn_q.bias"), q, d, lw.attn_q, bytes));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "attn_k.weight"), blk(l, "attn_k.bias"), kv, d, lw.attn_k, bytes));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "attn_v.weight"), blk(l, "attn_v.bias"), kv, d, lw.attn_v, bytes));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "attn_output.weight"), blk(l, "attn_output.bias"), d, q, lw.attn_output, bytes));
+    TESSERA_RETURN_IF_ERROR(load_vector(builder, blk(l, "ffn_norm.weight"), d, lw.ffn_norm));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "ffn_gate.weight"), {}, ff, d, lw.ffn_gate, bytes));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "ffn_up.weight"), {}, ff, d, lw.ffn_up, bytes));
+    TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "ffn_down.weight"), {}, d, ff, lw.ffn_down, bytes));
+  }
+  TESSERA_RETURN_IF_ERROR(load_vector(builder, "output_norm.weight", d, tw.output_norm));
+  tw.tied_output = w.find("output.weight") == nullptr;
+  const std::string output_name = tw.tied_output ? "token_embd.weight" : "output.weight";
+  TESSERA_RETURN_IF_ERROR(make_linear(builder, output_name, {}, c.vocab, d, tw.output, bytes));
+  return tw;
+}
+
+}  // namespace tessera::transformer
