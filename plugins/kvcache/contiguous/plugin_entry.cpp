@@ -1,0 +1,36 @@
+// Plugin entry of the contiguous KV cache (family kvcache, name "contiguous").
+#include "contiguous_cache.hpp"
+#include "tessera/plugin.hpp"
+
+namespace tessera::plugins {
+namespace {
+
+constexpr ParamSpec kContiguousParams[] = {
+    param_int("max_sequences", "1", 1, 2147483647.0,
+              "sequences held at once; each reserves a whole max_context block up front"),
+    param_int("max_context", "0", 0, 2147483647.0,
+              "tokens per sequence; 0 = the model's max_context (must not exceed it)"),
+    param_bytes("memory", "0", 0, 4.0e18,
+                "cap on the KV pools (max_sequences * max_context * KV bytes per token); 0 = no cap"),
+};
+
+constexpr PluginInfo kContiguousInfo{
+    PluginFamily::kvcache,
+    "contiguous",
+    "0.1.0",
+    "one block of max_context tokens per sequence, reserved up front; fork copies",
+    kContiguousParams,
+    std::size(kContiguousParams),
+    &make_plugin<ContiguousKvCache>,
+};
+
+}  // namespace
+
+const PluginLibrary* contiguous_kvcache_entry() {
+  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kContiguousInfo, 1};
+  return &library;
+}
+
+}  // namespace tessera::plugins
+
+TESSERA_PLUGIN_ENTRY(tessera::plugins::contiguous_kvcache_entry)
