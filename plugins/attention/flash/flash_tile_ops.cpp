@@ -1,0 +1,68 @@
+#include "flash_tile_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+// Runtime dispatch without a global -march: GCC and clang compile each marked
+// function for AVX-512, AVX2 and baseline x86-64 and pick one when the library
+// loads, so the plugin never runs an instruction the CPU lacks.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
+#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define TESSERA_SIMD_CLONES
+#endif
+
+namespace tessera::plugins::flash {
+
+TESSERA_SIMD_CLONES
+void gather_tile(const KvLayerView& kv, std::span<const int32_t> table, int32_t kv_head, int64_t first,
+                 int32_t n, int32_t tile, float* kt, float* v) {
+  const int64_t D = kv.head_dim;
+  for (int32_t t = 0; t < n; ++t) {
+    const int64_t offset = kv.slot_offset(table, first + t) + kv_head * D;
+    const float* k_row = kv.k + offset;  // [head_dim]
+    const float* v_row = kv.v + offset;  // [head_dim]
+    for (int64_t d = 0; d < D; ++d) kt[d * tile + t] = k_row[d];
+    std::copy(v_row, v_row + D, v + static_cast<int64_t>(t) * D);
+  }
+}
+
+TESSERA_SIMD_CLONES
+void tile_scores(const float* __restrict q, const float* __restrict kt, int32_t head_dim, int32_t tile, int32_t n,
+                 float* __restrict s) {
+  for (int32_t t = 0; t < n; ++t) s[t] = 0.0f;
+  for (int32_t d = 0; d < head_dim; ++d) {
+    const float qd = q[d];
+    const float* __restrict k_row = kt + static_cast<int64_t>(d) * tile;  // key d-components of the tile
+    for (int32_t t = 0; t < n; ++t) s[t] += qd * k_row[t];
+  }
+}
+
+TESSERA_SIMD_CLONES
+void online_softmax_update(float* __restrict s, int32_t n, const float* __restrict v, int32_t head_dim,
+                           float* m, float* l, float* __restrict acc) {
+  float tile_max = s[0];
+  for (int32_t t = 1; t < n; ++t) tile_max = std::max(tile_max, s[t]);
+  const float m_new = std::max(*m, tile_max);
+  // exp(-inf) = 0 on the first tile, where acc and l are still zero anyway.
+  const float correction = std::exp(*m - m_new);
+
+  float tile_sum = 0.0f;
+  for (int32_t t = 0; t < n; ++t) {
+    s[t] = std::exp(s[t] - m_new);
+    tile_sum += s[t];
+  }
+  *l = *l * correction + tile_sum;
+  *m = m_new;
+
+  if (correction != 1.0f) {
+    for (int32_t d = 0; d < head_dim; ++d) acc[d] *= correction;
+  }
+  for (int32_t t = 0; t < n; ++t) {
+    const float p = s[t];
+    const float* __restrict v_row = v + static_cast<int64_t>(t) * head_dim;
+    for (int32_t d = 0; d < head_dim; ++d) acc[d] += p * v_row[d];
+  }
+}
+
+}  // namespace tessera::plugins::flash
