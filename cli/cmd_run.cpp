@@ -2,7 +2,11 @@
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include "cli_common.hpp"
+#include "engine/session.hpp"
 #include "pipeline/pipeline.hpp"
 #include "plugin/registry.hpp"
 
@@ -50,7 +54,43 @@ int cmd_run(int argc, char** argv) {
   PluginRegistry registry;
   auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), overrides, registry);
   if (!pipeline.ok()) return report(pipeline.status());
-  return report(Unsupported("no architecture plugin can load this model yet"));
+
+  auto session = Session::open(*pipeline, registry);
+  if (!session.ok()) return report(session.status());
+  const GenerationRequest request = (*session)->request_from_pipeline();
+  const bool stream = pipeline->run.get_bool("stream");
+  auto result = (*session)->generate(request, [&](std::string_view text) {
+    if (!stream) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!result.ok()) return report(result.status());
+  if (!stream) std::fwrite(result->text.data(), 1, result->text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+
+  const RequestMetrics& m = result->metrics;
+  const uint64_t peak = peak_rss_bytes();
+  if (!args.count("quiet")) {
+    if (m.stop_reason == "eos" && m.generated_tokens == 0)
+      fmt::print(stderr, "note: the model ended its answer at once (end-of-sequence was the first token)\n");
+    fmt::print(stderr,
+               "prompt {} tokens, generated {} ({}) | ttft {:.1f} ms | prefill {:.1f} tok/s | decode {:.1f} tok/s, "
+               "{:.2f} ms/token | peak memory {:.1f} MiB\n",
+               m.prompt_tokens, m.generated_tokens, m.stop_reason, m.ttft_ms, m.prefill_tokens_per_s(),
+               m.decode_tokens_per_s(), m.ms_per_token(), static_cast<double>(peak) / (1 << 20));
+  }
+  if (args.count("metrics-json")) {
+    nlohmann::json j = m.to_json();
+    j["peak_rss_bytes"] = peak;
+    j["threads"] = (*session)->threads();
+    j["plugins"] = (*session)->plugin_stats();
+    std::ofstream out(args["metrics-json"].as<std::string>());
+    if (!out) return report(InvalidArgument(fmt::format("cannot write metrics to '{}'",
+                                                          args["metrics-json"].as<std::string>())));
+    out << j.dump(2) << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace tessera::cli

@@ -1,0 +1,63 @@
+#include "engine/model_builder.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tessera {
+
+CoreModelBuilder::CoreModelBuilder(const WeightStore& weights,
+                                   const std::vector<std::shared_ptr<Quantizer>>& quantizers,
+                                   std::shared_ptr<AttentionKernel> attention)
+    : weights_(weights), attention_(std::move(attention)) {
+  for (const auto& q : quantizers) {
+    for (const auto& format : q->formats()) by_format_.try_emplace(format, q);
+  }
+}
+
+std::vector<std::string> CoreModelBuilder::formats() const {
+  std::vector<std::string> out;
+  for (const auto& [format, q] : by_format_) out.push_back(format);
+  return out;
+}
+
+Result<Quantizer*> CoreModelBuilder::quantizer_for(const TensorRef& tensor) const {
+  auto it = by_format_.find(tensor.format);
+  if (it == by_format_.end())
+    return Unsupported(fmt::format("{}: tensor '{}' is stored as '{}', which no quant plugin executes "
+                                   "(formats available: {})",
+                                   weights_.source(), tensor.name, tensor.format, fmt::join(formats(), ", ")));
+  return it->second.get();
+}
+
+Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, std::string_view bias_name) {
+  const TensorRef* weight = weights_.find(name);
+  if (weight == nullptr)
+    return NotFound(fmt::format("{}: the model has no tensor '{}'", weights_.source(), name));
+  if (weight->ndim != 2)
+    return CorruptData(fmt::format("{}: tensor '{}' must be 2-D for a linear layer, it has {} dimensions",
+                                   weights_.source(), name, weight->ndim));
+  const TensorRef* bias = bias_name.empty() ? nullptr : weights_.find(bias_name);
+  if (bias != nullptr && (bias->numel() != weight->shape[0]))
+    return CorruptData(fmt::format("{}: bias '{}' has {} elements, its weight has {} rows", weights_.source(),
+                                   bias_name, bias->numel(), weight->shape[0]));
+  auto q = quantizer_for(*weight);
+  if (!q.ok()) return q.status();
+  return (*q)->make_linear(*weight, bias);
+}
+
+Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) {
+  auto q = quantizer_for(tensor);
+  if (!q.ok()) return q.status();
+  return (*q)->dequantize_rows(tensor, 0, tensor.rows(), out);
+}
+
+Status CoreModelBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) {
+  if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor.rows())
+    return InvalidArgument(fmt::format("rows [{}, {}) of tensor '{}' are out of range (it has {} rows)", first_row,
+                                       first_row + n_rows, tensor.name, tensor.rows()));
+  auto q = quantizer_for(tensor);
+  if (!q.ok()) return q.status();
+  return (*q)->dequantize_rows(tensor, first_row, n_rows, out);
+}
+
+}  // namespace tessera

@@ -1,0 +1,37 @@
+// model_builder.hpp: the core's ModelBuilder: weights dispatched to quant plugins by format.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/architecture.hpp"
+#include "tessera/quantizer.hpp"
+
+namespace tessera {
+
+class CoreModelBuilder final : public ModelBuilder {
+ public:
+  // `quantizers` in search order: the first to declare a format executes it.
+  CoreModelBuilder(const WeightStore& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
+                   std::shared_ptr<AttentionKernel> attention);
+
+  const WeightStore& weights() const override { return weights_; }
+  Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name = {}) override;
+  Status dequantize(const TensorRef& tensor, float* out) override;
+  Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
+  AttentionKernel& attention() override { return *attention_; }
+
+  // Formats some plugin executes, for messages.
+  std::vector<std::string> formats() const;
+
+ private:
+  Result<Quantizer*> quantizer_for(const TensorRef& tensor) const;
+
+  const WeightStore& weights_;
+  std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;
+  std::shared_ptr<AttentionKernel> attention_;
+};
+
+}  // namespace tessera

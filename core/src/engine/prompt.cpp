@@ -1,0 +1,67 @@
+#include "engine/prompt.hpp"
+
+#include <fmt/format.h>
+
+#include "model/model_file.hpp"
+#include "tokenizer/chat_template.hpp"
+#include "tokenizer/gguf_loader.hpp"
+
+namespace tessera {
+
+Result<tok::Tokenizer> load_model_tokenizer(const ModelFile& file) {
+  if (file.gguf()) return tok::tokenizer_from_gguf(*file.gguf());
+  if (!file.tokenizer_json_path().empty()) return tok::load_tokenizer_json(file.tokenizer_json_path());
+  return NotFound(fmt::format("{}: no tokenizer found (a GGUF file carries one; a safetensors folder needs "
+                              "tokenizer.json)",
+                              file.source()));
+}
+
+size_t first_invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return i;
+    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+Result<std::vector<int32_t>> build_prompt_ids(const tok::Tokenizer& tokenizer, std::string_view prompt, bool chat,
+                                              std::string_view system) {
+  if (const size_t bad = first_invalid_utf8(prompt); bad != std::string_view::npos)
+    return InvalidArgument(fmt::format("the prompt is not valid UTF-8 (bad byte 0x{:02x} at offset {})",
+                                       static_cast<unsigned char>(prompt[bad]), bad));
+  if (const size_t bad = first_invalid_utf8(system); bad != std::string_view::npos)
+    return InvalidArgument(fmt::format("the system message is not valid UTF-8 (offset {})", bad));
+
+  std::vector<int32_t> ids;
+  if (chat) {
+    auto tmpl = tok::ChatTemplate::from_source(tokenizer.chat_template());
+    if (!tmpl.ok())
+      return InvalidArgument(fmt::format("{} (set [run] chat = false to send the prompt as it is)",
+                                         tmpl.status().message()));
+    std::vector<tok::ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", std::string(system)});
+    messages.push_back({"user", std::string(prompt)});
+    auto text = tmpl->apply(messages, /*add_generation_prompt=*/true);
+    if (!text.ok()) return text.status();
+    ids = tokenizer.encode(*text, std::nullopt, /*parse_special=*/true);
+  } else {
+    ids = tokenizer.encode(prompt, std::nullopt, /*parse_special=*/false);
+  }
+  if (ids.empty())
+    return InvalidArgument("the prompt is empty and the model adds no BOS token: there is nothing to continue");
+  return ids;
+}
+
+}  // namespace tessera

@@ -1,0 +1,97 @@
+// session.hpp: a pipeline made runnable: model, tokenizer, plugins, generation.
+//
+// Session::open assembles what a Pipeline names (ARCHITECTURE.md §5): the model
+// file is opened, the tokenizer read from it, the architecture plugin builds
+// the Model (weights dispatched to quant plugins by format), the memory plugin
+// is sized from the model's state spec, and the decoding strategy is made.
+// generate() then runs one request: prefill in chunks, decode token by token,
+// stream text, measure.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/metrics.hpp"
+#include "pipeline/pipeline.hpp"
+#include "tessera/architecture.hpp"
+#include "tessera/decoding.hpp"
+#include "tokenizer/stream_decoder.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera {
+
+class ModelFile;
+
+struct GenerationRequest {
+  std::string prompt;
+  int64_t max_tokens = 128;
+  bool chat = false;        // wrap with the model's chat template
+  std::string system;       // chat system message ("" = the template's default)
+  SamplingSettings sampling;
+};
+
+struct GenerationResult {
+  std::string text;
+  std::vector<int32_t> prompt_ids;
+  RequestMetrics metrics;
+};
+
+using TextSink = std::function<void(std::string_view)>;
+
+class Session {
+ public:
+  ~Session();
+  static Result<std::unique_ptr<Session>> open(const Pipeline& pipeline, const PluginRegistry& registry);
+
+  // The request [run] and [sampling] describe (a seed of -1 becomes a fresh one).
+  GenerationRequest request_from_pipeline() const;
+
+  // Runs one request; `on_text` receives the text as it is produced, never half
+  // a UTF-8 character. Errors: invalid_argument for a prompt the model cannot
+  // take (empty, not UTF-8, longer than the context), others for failures.
+  Result<GenerationResult> generate(const GenerationRequest& request, const TextSink& on_text = {});
+
+  // The ids generate() would feed the model for `request`.
+  Result<std::vector<int32_t>> prompt_ids(const GenerationRequest& request) const;
+
+  // Runs `tokens` as one fresh sequence and returns the logits of every
+  // position: [tokens.size(), vocab_size] row-major (perplexity, tests).
+  Result<std::vector<float>> score(std::span<const int32_t> tokens);
+
+  const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
+  Model& model() { return *model_; }
+  KvCache& cache() { return *cache_; }
+  const ModelHParams& hparams() const;
+  int64_t context_length() const { return context_; }
+  int threads() const { return threads_; }
+  // Plugin-specific figures for the metrics JSON ("plugins" object).
+  nlohmann::json plugin_stats() const;
+  // One-line description of what was assembled, for logs.
+  std::string describe() const;
+
+ private:
+  Session() = default;
+  Status forward_chunked(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, float* last_logits);
+
+  Pipeline pipeline_;
+  std::shared_ptr<ModelFile> file_;
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  std::vector<std::shared_ptr<PluginObject>> keep_alive_;  // quant plugins, attention, arch
+  std::shared_ptr<Architecture> arch_;
+  std::unique_ptr<Model> model_;
+  std::shared_ptr<KvCache> cache_;
+  std::shared_ptr<DecodingStrategy> strategy_;
+  std::string arch_name_;
+  int64_t context_ = 0;
+  int threads_ = 1;
+  KvStats last_kv_stats_;
+  std::vector<float> logits_;  // [vocab]
+};
+
+}  // namespace tessera
