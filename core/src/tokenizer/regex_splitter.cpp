@@ -93,6 +93,7 @@ Result<std::vector<std::string>> pre_tokenizer_regexes(std::string_view pre) {
   // because unmatched whitespace becomes its own piece anyway.
   const std::string& gpt2 = gpt2_split_regex();
 
+  if (pre == "none") return std::vector<std::string>{};  // no splitting: the text is one word
   if (pre == "default") {
     return std::vector<std::string>{R"([\p{P}\$\+<=>\^~\|]+)", gpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"};
   }

@@ -1,0 +1,275 @@
+// Hugging Face tokenizer.json (+ tokenizer_config.json) -> TokenizerSpec.
+//
+// Supported: model "BPE" with a ByteLevel pre-tokenizer (GPT-2, Llama 3,
+// Qwen2, SmolLM, ...), pre-tokenizers ByteLevel / Split(Isolated) / Digits /
+// Sequence, merges as "a b" strings or ["a", "b"] pairs, added_tokens.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tokenizer/regex_splitter.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera::tok {
+namespace {
+
+using json = nlohmann::json;
+
+struct Ctx {
+  const std::string& source;
+  Status error(const std::string& what) const { return InvalidArgument(source + ": " + what); }
+};
+
+Result<json> parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    return InvalidArgument(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+}
+
+// Escapes a literal string for use inside a PCRE2 pattern.
+std::string regex_quote(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}-/").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Appends the split regexes of one pre-tokenizer node; sets `byte_level` when
+// a ByteLevel node is seen.
+Status collect_pre_tokenizer(const Ctx& ctx, const json& node, std::vector<std::string>& regexes, bool& byte_level) {
+  if (!node.is_object() || !node.contains("type") || !node["type"].is_string()) {
+    return ctx.error("pre_tokenizer entries must be objects with a string \"type\"");
+  }
+  const std::string type = node["type"];
+  if (type == "Sequence") {
+    if (!node.contains("pretokenizers") || !node["pretokenizers"].is_array()) {
+      return ctx.error("pre_tokenizer Sequence needs a \"pretokenizers\" array");
+    }
+    for (const auto& child : node["pretokenizers"]) {
+      TESSERA_RETURN_IF_ERROR(collect_pre_tokenizer(ctx, child, regexes, byte_level));
+    }
+    return Status::Ok();
+  }
+  if (type == "ByteLevel") {
+    byte_level = true;
+    if (node.value("add_prefix_space", false)) {
+      return Unsupported(ctx.source + ": ByteLevel pre-tokenizer with add_prefix_space = true is not supported");
+    }
+    if (node.value("use_regex", true)) regexes.push_back(gpt2_split_regex());
+    return Status::Ok();
+  }
+  if (type == "Digits") {
+    regexes.push_back(node.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
+    return Status::Ok();
+  }
+  if (type == "Split") {
+    if (node.value("behavior", std::string()) != "Isolated" || node.value("invert", false)) {
+      return Unsupported(ctx.source + ": only Split pre-tokenizers with behavior \"Isolated\" and invert = false "
+                         "are supported");
+    }
+    const json& pattern = node.contains("pattern") ? node["pattern"] : json();
+    if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
+      regexes.push_back(pattern["Regex"].get<std::string>());
+    } else if (pattern.contains("String") && pattern["String"].is_string()) {
+      regexes.push_back(regex_quote(pattern["String"].get<std::string>()));
+    } else {
+      return ctx.error("Split pre-tokenizer needs pattern {\"Regex\": ...} or {\"String\": ...}");
+    }
+    return Status::Ok();
+  }
+  return Unsupported(ctx.source + ": pre-tokenizer type '" + type + "' is not supported");
+}
+
+// A token named in tokenizer_config.json: a string or {"content": string}.
+std::optional<std::string> config_token(const json& config, const char* key) {
+  if (!config.contains(key)) return std::nullopt;
+  const json& v = config[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return std::nullopt;
+}
+
+Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::string_view config_json,
+                                        const std::string& source) {
+  const Ctx ctx{source};
+  auto parsed = parse_json(tokenizer_json, source);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  if (!root.is_object()) return ctx.error("the top level must be a JSON object");
+  if (!root.contains("model") || !root["model"].is_object()) return ctx.error("\"model\" is missing");
+  const json& model = root["model"];
+  const std::string type = model.value("type", std::string("BPE"));
+  if (type != "BPE") {
+    return Unsupported(source + ": tokenizer model type '" + type + "' is not supported (only byte-level BPE)");
+  }
+  if (!model.contains("vocab") || !model["vocab"].is_object()) return ctx.error("\"model.vocab\" is missing");
+  if (!model.contains("merges") || !model["merges"].is_array()) return ctx.error("\"model.merges\" is missing");
+
+  TokenizerSpec spec;
+  spec.source = source;
+  spec.kind = TokenizerKind::bpe;
+
+  // Tokens: model.vocab (text -> id) and added_tokens; ids must be 0..n-1 without gaps.
+  std::vector<std::optional<SpecToken>> slots;
+  const auto place = [&](int64_t id, SpecToken t) -> Status {
+    if (id < 0 || id >= (1 << 24)) {
+      return ctx.error("token '" + t.text.substr(0, 40) + "' has id " + std::to_string(id) +
+                       ", outside 0..16777215");
+    }
+    if (static_cast<size_t>(id) >= slots.size()) slots.resize(static_cast<size_t>(id) + 1);
+    slots[static_cast<size_t>(id)] = std::move(t);
+    return Status::Ok();
+  };
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer()) return ctx.error("model.vocab['" + text.substr(0, 40) + "'] is not an integer id");
+    TESSERA_RETURN_IF_ERROR(place(id.get<int64_t>(), SpecToken{text, 0.0f, TokenType::normal}));
+  }
+  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
+    if (!root["added_tokens"].is_array()) return ctx.error("\"added_tokens\" must be an array");
+    for (const auto& a : root["added_tokens"]) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+          !a["content"].is_string()) {
+        return ctx.error("each added_tokens entry needs an integer \"id\" and a string \"content\"");
+      }
+      SpecToken t{a["content"].get<std::string>(), 0.0f,
+                  a.value("special", false) ? TokenType::control : TokenType::user_defined};
+      t.lstrip = a.value("lstrip", false);
+      t.rstrip = a.value("rstrip", false);
+      TESSERA_RETURN_IF_ERROR(place(a["id"].get<int64_t>(), std::move(t)));
+    }
+  }
+  if (slots.empty()) return ctx.error("the vocabulary is empty");
+  spec.tokens.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!slots[i]) return ctx.error("no token has id " + std::to_string(i) + " (ids must be contiguous)");
+    spec.tokens.push_back(std::move(*slots[i]));
+  }
+
+  // Merges: "a b" or ["a", "b"].
+  const json& merges = model["merges"];
+  spec.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const json& m = merges[i];
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ', 1);
+      if (space == std::string::npos) {
+        return ctx.error("model.merges[" + std::to_string(i) + "] = '" + s.substr(0, 40) +
+                         "' is not two tokens separated by a space");
+      }
+      spec.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      spec.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      return ctx.error("model.merges[" + std::to_string(i) + "] is neither \"a b\" nor [\"a\", \"b\"]");
+    }
+  }
+  if (model.contains("ignore_merges") && model["ignore_merges"].is_boolean()) {
+    spec.ignore_merges = model["ignore_merges"].get<bool>();
+  } else {
+    spec.ignore_merges = false;
+  }
+
+  // Normalizers would change the text before splitting; NFC is accepted
+  // because byte-level vocabularies (Qwen2) use it only as a no-op safeguard
+  // for already-composed text, as llama.cpp also assumes.
+  if (root.contains("normalizer") && !root["normalizer"].is_null()) {
+    const std::string n = root["normalizer"].value("type", std::string("?"));
+    if (n != "NFC") return Unsupported(source + ": normalizer '" + n + "' is not supported");
+  }
+  bool byte_level = false;
+  if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
+    TESSERA_RETURN_IF_ERROR(collect_pre_tokenizer(ctx, root["pre_tokenizer"], spec.pre_regexes, byte_level));
+  }
+  if (!byte_level) {
+    return Unsupported(source + ": only byte-level BPE (a ByteLevel pre-tokenizer) is supported; "
+                       "convert SentencePiece models to GGUF instead");
+  }
+  spec.pre = spec.pre_regexes.empty() ? "none" : "";
+
+  // Which token texts are which: tokenizer_config.json, then the model's unk_token.
+  const auto id_of = [&](const std::string& text) -> std::optional<int32_t> {
+    for (size_t i = 0; i < spec.tokens.size(); ++i) {
+      if (spec.tokens[i].text == text) return static_cast<int32_t>(i);
+    }
+    return std::nullopt;
+  };
+  if (model.contains("unk_token") && model["unk_token"].is_string()) spec.unk_id = id_of(model["unk_token"]);
+  if (!config_json.empty()) {
+    const std::string config_source = source + " (tokenizer_config.json)";
+    auto config = parse_json(config_json, config_source);
+    if (!config.ok()) return config.status();
+    if (!config->is_object()) return InvalidArgument(config_source + ": the top level must be a JSON object");
+    const auto resolve = [&](const char* key, std::optional<int32_t>& dst) -> Status {
+      const auto text = config_token(*config, key);
+      if (!text) return Status::Ok();
+      dst = id_of(*text);
+      if (!dst) return InvalidArgument(config_source + ": " + key + " '" + *text + "' is not in the vocabulary");
+      return Status::Ok();
+    };
+    TESSERA_RETURN_IF_ERROR(resolve("bos_token", spec.bos_id));
+    TESSERA_RETURN_IF_ERROR(resolve("eos_token", spec.eos_id));
+    TESSERA_RETURN_IF_ERROR(resolve("pad_token", spec.pad_id));
+    TESSERA_RETURN_IF_ERROR(resolve("unk_token", spec.unk_id));
+    if ((*config).contains("add_bos_token") && (*config)["add_bos_token"].is_boolean()) {
+      spec.add_bos = (*config)["add_bos_token"].get<bool>();
+    }
+    if ((*config).contains("add_eos_token") && (*config)["add_eos_token"].is_boolean()) {
+      spec.add_eos = (*config)["add_eos_token"].get<bool>();
+    }
+    if ((*config).contains("chat_template")) {
+      const json& ct = (*config)["chat_template"];
+      if (ct.is_string()) {
+        spec.chat_template = ct.get<std::string>();
+      } else if (ct.is_array()) {
+        // Named templates: prefer "default", else the first.
+        for (const auto& entry : ct) {
+          if (entry.is_object() && entry.value("name", std::string()) == "default" && entry.contains("template") &&
+              entry["template"].is_string()) {
+            spec.chat_template = entry["template"].get<std::string>();
+          }
+        }
+        if (spec.chat_template.empty() && !ct.empty() && ct[0].is_object() && ct[0].contains("template") &&
+            ct[0]["template"].is_string()) {
+          spec.chat_template = ct[0]["template"].get<std::string>();
+        }
+      }
+    }
+  }
+  spec.add_bos = spec.add_bos.value_or(false);
+  return spec;
+}
+
+}  // namespace
+
+Result<TokenizerSpec> tokenizer_spec_from_hf_json(std::string_view tokenizer_json, std::string_view config_json,
+                                                  const std::string& source) {
+  try {
+    return spec_from_hf_json(tokenizer_json, config_json, source);
+  } catch (const json::exception& e) {
+    // A field of the wrong JSON type somewhere the checks above do not look.
+    return InvalidArgument(source + ": unexpected JSON structure: " + e.what());
+  }
+}
+
+Result<Tokenizer> load_tokenizer_json(const std::filesystem::path& tokenizer_json) {
+  const auto read = [](const std::filesystem::path& p) -> std::optional<std::string> {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const auto text = read(tokenizer_json);
+  if (!text) return NotFound(tokenizer_json.string() + ": cannot open the tokenizer file");
+  const auto config = read(tokenizer_json.parent_path() / "tokenizer_config.json");
+  auto spec = tokenizer_spec_from_hf_json(*text, config.value_or(""), tokenizer_json.string());
+  if (!spec.ok()) return spec.status();
+  return Tokenizer::create(std::move(spec).value());
+}
+
+}  // namespace tessera::tok

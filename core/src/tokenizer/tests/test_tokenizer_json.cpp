@@ -1,0 +1,140 @@
+// tokenizer.json / tokenizer_config.json loading, and clear errors on bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/byte_level.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera::tok {
+namespace {
+
+using json = nlohmann::json;
+using Ids = std::vector<int32_t>;
+
+// Byte symbols 0..255, then "he" (256), "llo" ... merges as written.
+json tiny_json(bool pair_merges) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_to_symbol(static_cast<uint8_t>(b))] = b;
+  vocab["he"] = 256;
+  vocab["ll"] = 257;
+  vocab["llo"] = 258;
+  vocab[bytes_to_symbols(" w")] = 259;
+  json merges = json::array();
+  const std::vector<std::pair<std::string, std::string>> m = {
+      {"h", "e"}, {"l", "l"}, {"ll", "o"}, {bytes_to_symbols(" "), "w"}};
+  for (const auto& [a, b] : m) {
+    if (pair_merges) {
+      merges.push_back(json::array({a, b}));
+    } else {
+      merges.push_back(a + " " + b);
+    }
+  }
+  return json{
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
+      {"added_tokens",
+       json::array({json{{"id", 260}, {"content", "<|im_start|>"}, {"special", true}},
+                    json{{"id", 261}, {"content", "<|im_end|>"}, {"special", true}},
+                    json{{"id", 262}, {"content", "<think>"}, {"special", false}}})},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers", json::array({json{{"type", "Digits"}, {"individual_digits", true}},
+                                       json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}})}}},
+  };
+}
+
+const json kConfig = {{"bos_token", "<|im_start|>"},
+                      {"eos_token", {{"content", "<|im_end|>"}, {"lstrip", false}}},
+                      {"add_bos_token", false},
+                      {"chat_template", "{{ x }}"}};
+
+Result<Tokenizer> load(const json& tok, const json& config = json()) {
+  auto spec = tokenizer_spec_from_hf_json(tok.dump(), config.is_null() ? "" : config.dump(), "test/tokenizer.json");
+  if (!spec.ok()) return spec.status();
+  return Tokenizer::create(std::move(spec).value());
+}
+
+TEST(TokenizerJson, LoadsBothMergeForms) {
+  for (bool pairs : {false, true}) {
+    auto tok = load(tiny_json(pairs), kConfig);
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    EXPECT_EQ(tok->encode("hello world12"), (Ids{256, 258, 259, 'o', 'r', 'l', 'd', '1', '2'}));
+    EXPECT_EQ(tok->bos_id(), 260);
+    EXPECT_EQ(tok->eos_id(), 261);
+    EXPECT_FALSE(tok->add_bos());
+    EXPECT_EQ(tok->chat_template(), "{{ x }}");
+    EXPECT_TRUE(tok->is_end_of_generation(261));
+  }
+}
+
+TEST(TokenizerJson, AddedTokens) {
+  auto tok = load(tiny_json(false));
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(tok->encode("<|im_start|>he<|im_end|>"), (Ids{260, 256, 261}));
+  // Non-special added tokens are matched even without parse_special.
+  EXPECT_EQ(tok->encode("<think>he", false, false), (Ids{262, 256}));
+  EXPECT_EQ(tok->token_type(260), TokenType::control);
+  EXPECT_EQ(tok->token_type(262), TokenType::user_defined);
+}
+
+void expect_error(const json& tok, const std::string& needle, const json& config = json()) {
+  auto r = load(tok, config);
+  ASSERT_FALSE(r.ok()) << "expected an error mentioning " << needle;
+  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+}
+
+TEST(TokenizerJson, BadInputIsAClearError) {
+  auto spec = tokenizer_spec_from_hf_json("{\"model\": ", "", "x/tokenizer.json");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("x/tokenizer.json: invalid JSON"), std::string::npos);
+
+  json no_model = tiny_json(false);
+  no_model.erase("model");
+  expect_error(no_model, "\"model\" is missing");
+
+  json no_merges = tiny_json(false);
+  no_merges["model"].erase("merges");
+  expect_error(no_merges, "model.merges");
+
+  json bad_merge = tiny_json(false);
+  bad_merge["model"]["merges"].push_back("h zz");
+  expect_error(bad_merge, "'zz'");
+
+  json malformed_merge = tiny_json(false);
+  malformed_merge["model"]["merges"].push_back(42);
+  expect_error(malformed_merge, "model.merges[4]");
+
+  json empty = tiny_json(false);
+  empty["model"]["vocab"] = json::object();
+  empty.erase("added_tokens");
+  expect_error(empty, "vocabulary is empty");
+
+  json gap = tiny_json(false);
+  gap["added_tokens"][2]["id"] = 300;
+  expect_error(gap, "no token has id 262");
+
+  json wordpiece = tiny_json(false);
+  wordpiece["model"]["type"] = "WordPiece";
+  expect_error(wordpiece, "WordPiece");
+
+  json no_bytes = tiny_json(false);
+  no_bytes["pre_tokenizer"] = {{"type", "Whitespace"}};
+  expect_error(no_bytes, "Whitespace");
+
+  json wrong_types = tiny_json(false);
+  wrong_types["normalizer"] = 7;
+  expect_error(wrong_types, "test/tokenizer.json");
+
+  expect_error(tiny_json(false), "bos_token '<nope>' is not in the vocabulary", json{{"bos_token", "<nope>"}});
+}
+
+TEST(TokenizerJson, MissingFileIsNotFound) {
+  auto r = load_tokenizer_json("/nonexistent/tokenizer.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::not_found);
+  EXPECT_NE(r.status().message().find("/nonexistent/tokenizer.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::tok
