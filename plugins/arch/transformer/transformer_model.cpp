@@ -28,7 +28,7 @@ Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept
     auto weights = load_weights(builder, config.value());
     if (!weights.ok()) return weights.status();
     std::unique_ptr<Model> model = std::make_unique<TransformerModel>(
-        std::move(config).value(), std::move(weights).value(), builder);
+        std::move(config).value(), std::move(weights).value(), builder.attention());
     return model;
   } catch (const std::exception& e) {
     return Internal(std::string("transformer: building the model failed: ") + e.what());
@@ -37,11 +37,10 @@ Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept
   }
 }
 
-TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, ModelBuilder& builder)
+TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, AttentionKernel& attention)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      builder_(builder),
-      attention_(builder.attention()),
+      attention_(attention),
       rope_(RopeConfig::from_hparams(config_.hparams, static_cast<int32_t>(config_.head_dim)),
             config_.max_context) {
   rope_.ensure(std::min(config_.max_context, kInitialRopePositions));
@@ -120,9 +119,7 @@ Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) 
   float* up = scratch_.up.as<float>();           // [n, n_ff]
 
   for (int64_t r = 0; r < n_rows; ++r)
-    TESSERA_RETURN_IF_ERROR(builder_.dequantize_rows(*weights_.token_embd,
-                                                     batch.tokens[static_cast<size_t>(r)], 1,
-                                                     resid + r * d));
+    weights_.token_embd.lookup(batch.tokens[static_cast<size_t>(r)], resid + r * d);
 
   int64_t n = n_rows;  // rows still carried; narrows to the logit rows in the last layer
   const int64_t n_layer = config_.n_layer;

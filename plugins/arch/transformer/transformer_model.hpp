@@ -20,13 +20,13 @@
 namespace tessera::transformer {
 
 // Validates the weights against their hyper-parameters and builds the model.
-// Never throws. The model keeps `builder` for embedding lookups (dequantize_rows)
-// and its attention kernel, so the builder must outlive it.
+// Never throws. The model keeps nothing of `builder` but its attention kernel
+// (which the ModelBuilder contract makes live as long as the Model).
 Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept;
 
 class TransformerModel final : public Model {
  public:
-  TransformerModel(ModelConfig config, TransformerWeights weights, ModelBuilder& builder);
+  TransformerModel(ModelConfig config, TransformerWeights weights, AttentionKernel& attention);
 
   const ModelHParams& hparams() const override { return config_.hparams; }
   SequenceStateSpec state_spec() const override;
@@ -41,7 +41,6 @@ class TransformerModel final : public Model {
 
   ModelConfig config_;
   TransformerWeights weights_;
-  ModelBuilder& builder_;
   AttentionKernel& attention_;
   RopeTable rope_;
   BatchPlan plan_;

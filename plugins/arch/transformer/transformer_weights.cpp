@@ -65,7 +65,9 @@ Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig
   TESSERA_RETURN_IF_ERROR(check_all_shapes(w, c));
 
   TransformerWeights tw;
-  tw.token_embd = w.find("token_embd.weight");
+  auto embd = EmbeddingTable::create(builder, *w.find("token_embd.weight"));
+  if (!embd.ok()) return embd.status();
+  tw.token_embd = std::move(embd).value();
   tw.layers.resize(static_cast<size_t>(c.n_layer));
   const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim(), ff = c.n_ff;
   uint64_t& bytes = tw.weight_bytes;

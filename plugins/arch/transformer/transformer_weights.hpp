@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "embedding_table.hpp"
 #include "model_config.hpp"
 #include "tessera/architecture.hpp"
 
@@ -24,7 +25,7 @@ struct LayerWeights {
 };
 
 struct TransformerWeights {
-  const TensorRef* token_embd = nullptr;  // [vocab, n_embd], read by rows
+  EmbeddingTable token_embd;              // [vocab, n_embd], read by rows
   std::vector<LayerWeights> layers;       // [n_layer]
   std::vector<float> output_norm;         // [n_embd]
   std::unique_ptr<Linear> output;         // [vocab, n_embd]: output.weight, or token_embd.weight when tied

@@ -14,7 +14,8 @@ namespace tessera::transformer::testing {
 namespace {
 
 Status build_status(FakeWeightStore& store) {
-  FakeBuilder builder(store);
+  PlainAttention attention;
+  FakeBuilder builder(store, attention);
   auto built = build_transformer(builder);
   return built.ok() ? Status::Ok() : built.status();
 }
@@ -88,7 +89,8 @@ TEST(TransformerBuild, InconsistentHyperParameters) {
 TEST(TransformerBuild, VocabSizeFromEmbeddingWhenAbsent) {
   auto store = make_tiny_model(TinySpec{});
   store->mutable_hparams().vocab_size = 0;
-  FakeBuilder builder(*store);
+  PlainAttention attention;
+  FakeBuilder builder(*store, attention);
   auto built = build_transformer(builder);
   ASSERT_TRUE(built.ok()) << built.status().message();
   EXPECT_EQ(built.value()->hparams().vocab_size, 50);
@@ -199,7 +201,8 @@ TEST(TransformerPlugin, EntryDescribesOneArchitecturePlugin) {
   EXPECT_EQ(arch->supported(), (std::vector<std::string>{"llama", "mistral", "qwen2", "smollm"}));
 
   auto store = make_tiny_model(TinySpec{});
-  FakeBuilder builder(*store);
+  PlainAttention attention;
+  FakeBuilder builder(*store, attention);
   auto built = arch->build(builder);
   ASSERT_TRUE(built.ok()) << built.status().message();
   EXPECT_EQ(built.value()->state_spec().n_layer, 2);

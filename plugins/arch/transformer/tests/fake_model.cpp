@@ -6,6 +6,10 @@
 #include <random>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "tessera/half.hpp"
+
 namespace tessera::transformer::testing {
 
 // ---- weight store ----------------------------------------------------------
@@ -40,6 +44,25 @@ void FakeWeightStore::reshape(const std::string& name, std::vector<int64_t> shap
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   add(name, std::move(shape), std::vector<float>(static_cast<size_t>(n), 0.01f));
+}
+
+void FakeWeightStore::store_as(const std::string& name, DType dtype) {
+  Entry& e = entries_.at(name);
+  if (dtype == DType::f32) return;  // already so
+  e.ref.dtype = dtype;
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    const bool f16 = dtype == DType::f16;
+    e.halves.resize(e.values.size());
+    for (size_t i = 0; i < e.values.size(); ++i) {
+      e.halves[i] = f16 ? f32_to_f16(e.values[i]) : f32_to_bf16(e.values[i]);
+      e.values[i] = f16 ? f16_to_f32(e.halves[i]) : bf16_to_f32(e.halves[i]);
+    }
+    e.ref.format = f16 ? "f16" : "bf16";
+    e.ref.data = e.halves.data();
+    e.ref.nbytes = e.halves.size() * sizeof(uint16_t);
+  } else {
+    e.ref.format = "ggml." + std::string(dtype_name(dtype));
+  }
 }
 
 const std::vector<float>& FakeWeightStore::values(const std::string& name) const {
@@ -168,23 +191,35 @@ Status PlainAttention::forward(const AttentionArgs& a) noexcept {
   return Status::Ok();
 }
 
+bool FakeBuilder::used_after_expiry(const char* what) const {
+  if (expired_) ADD_FAILURE() << "the model called ModelBuilder::" << what << " after build()";
+  return expired_;
+}
+
 Result<std::unique_ptr<Linear>> FakeBuilder::linear(std::string_view name, std::string_view bias_name) {
+  if (used_after_expiry("linear")) return Internal("builder expired");
   const TensorRef* w = weights_.find(name);
   if (w == nullptr) return NotFound("fake builder: no tensor " + std::string(name));
+  if (w->dtype != DType::f32) return Unsupported("fake builder: PlainLinear reads f32 only");
   const TensorRef* b = bias_name.empty() ? nullptr : weights_.find(bias_name);
   return std::unique_ptr<Linear>(std::make_unique<PlainLinear>(*w, b));
 }
 
+// Both serve the tensor's f32 values whatever its storage (see store_as).
 Status FakeBuilder::dequantize(const TensorRef& tensor, float* out) {
-  std::memcpy(out, tensor.data, static_cast<size_t>(tensor.numel()) * sizeof(float));
+  if (used_after_expiry("dequantize")) return Internal("builder expired");
+  const auto& v = weights_.values(tensor.name);
+  std::copy(v.begin(), v.end(), out);
   return Status::Ok();
 }
 
 Status FakeBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) {
+  if (used_after_expiry("dequantize_rows")) return Internal("builder expired");
+  ++dequantize_rows_calls;
   if (first_row < 0 || first_row + n_rows > tensor.rows())
     return InvalidArgument("fake builder: rows out of range");
-  const auto* src = static_cast<const float*>(tensor.data) + first_row * tensor.cols();
-  std::memcpy(out, src, static_cast<size_t>(n_rows * tensor.cols()) * sizeof(float));
+  const auto& v = weights_.values(tensor.name);
+  std::copy_n(v.begin() + first_row * tensor.cols(), n_rows * tensor.cols(), out);
   return Status::Ok();
 }
 

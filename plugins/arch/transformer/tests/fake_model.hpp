@@ -48,14 +48,19 @@ class FakeWeightStore final : public WeightStore {
   void remove(const std::string& name) { entries_.erase(name); }
   // Replaces a tensor by a random one of another shape (for mismatch tests).
   void reshape(const std::string& name, std::vector<int64_t> shape);
-  // f32 values of a tensor; aborts the test if absent.
+  // Re-stores a tensor as f16 or bf16 (its values rounded accordingly, so the
+  // reference sees the same numbers), or labels it with a block format whose
+  // bytes only the fake builder can "dequantize" (it serves the f32 values).
+  void store_as(const std::string& name, DType dtype);
+  // f32 values of a tensor; throws if absent.
   const std::vector<float>& values(const std::string& name) const;
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
 
  private:
   struct Entry {
     TensorRef ref;
-    std::vector<float> values;
+    std::vector<float> values;     // the tensor's values as f32
+    std::vector<uint16_t> halves;  // its f16/bf16 storage, when stored so
   };
   ModelHParams hparams_;
   std::map<std::string, Entry, std::less<>> entries_;
@@ -92,18 +97,26 @@ class PlainAttention final : public AttentionKernel {
   std::vector<double> scores_;  // [n_ctx] of one query and head
 };
 
+// Like the core's builder, a temporary of model loading: after expire() every
+// call fails the test, proving the model no longer needs it.
 class FakeBuilder final : public ModelBuilder {
  public:
-  explicit FakeBuilder(const FakeWeightStore& weights) : weights_(weights) {}
+  FakeBuilder(const FakeWeightStore& weights, AttentionKernel& attention)
+      : weights_(weights), attention_(attention) {}
   const WeightStore& weights() const override { return weights_; }
   Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name) override;
   Status dequantize(const TensorRef& tensor, float* out) override;
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
   AttentionKernel& attention() override { return attention_; }
 
+  void expire() { expired_ = true; }
+  int dequantize_rows_calls = 0;
+
  private:
+  bool used_after_expiry(const char* what) const;
   const FakeWeightStore& weights_;
-  PlainAttention attention_;
+  AttentionKernel& attention_;
+  bool expired_ = false;
 };
 
 // A small KV cache: a pool of blocks handed out from a free list in a scrambled

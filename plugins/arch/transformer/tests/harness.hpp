@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -28,9 +29,13 @@ struct Chunk {
 class Harness {
  public:
   // block_size 0: contiguous cache (one block of the whole context per sequence).
-  explicit Harness(const TinySpec& spec, int32_t block_size = 0)
-      : store_(make_tiny_model(spec)), builder_(*store_) {
+  // `tweak` may change the fake weights' storage before the model is built.
+  explicit Harness(const TinySpec& spec, int32_t block_size = 0,
+                   const std::function<void(FakeWeightStore&)>& tweak = {})
+      : store_(make_tiny_model(spec)), builder_(*store_, attention_) {
+    if (tweak) tweak(*store_);
     auto built = build_transformer(builder_);
+    builder_.expire();  // the core's builder is gone once build() returns
     if (!built.ok()) {
       ADD_FAILURE() << "build failed: " << built.status().message();
       return;
@@ -47,6 +52,7 @@ class Harness {
   Model& model() { return *model_; }
   TestKvCache& cache() { return *cache_; }
   FakeBuilder& builder() { return builder_; }
+  PlainAttention& attention() { return attention_; }
   const FakeWeightStore& weights() const { return *store_; }
 
   SeqId new_sequence() { return cache_->create_sequence().value(); }
@@ -92,6 +98,7 @@ class Harness {
 
  private:
   std::unique_ptr<FakeWeightStore> store_;
+  PlainAttention attention_;
   FakeBuilder builder_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<TestKvCache> cache_;

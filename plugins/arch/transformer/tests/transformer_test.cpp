@@ -205,11 +205,40 @@ TEST(TransformerModel, AttentionKernelCalledOncePerLayer) {
   TinySpec spec;
   Harness h(spec);
   ASSERT_TRUE(h.ok());
-  auto& attention = static_cast<PlainAttention&>(h.builder().attention());
+  PlainAttention& attention = h.attention();
   const int before = attention.calls;
   h.step({{h.new_sequence(), {1, 2, 3}, false}, {h.new_sequence(), {4}, false}});
   EXPECT_EQ(attention.calls - before, 2);
 }
+
+// Token embeddings in every storage the plugin reads: plain formats in place
+// (no builder call), block formats dequantized through the builder at build time.
+struct EmbeddingCase {
+  const char* name;
+  DType dtype;
+  bool via_builder;
+};
+
+class TransformerEmbedding : public ::testing::TestWithParam<EmbeddingCase> {};
+
+TEST_P(TransformerEmbedding, StorageFormatsMatchReference) {
+  const EmbeddingCase c = GetParam();
+  const TinySpec spec;  // untied: the fake PlainLinear reads f32 only
+  const auto tokens = random_tokens(6, spec.vocab, 21);
+  Harness h(spec, 0, [&](FakeWeightStore& w) { w.store_as("token_embd.weight", c.dtype); });
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h.builder().dequantize_rows_calls > 0, c.via_builder);
+  const Rows rows = h.step({{h.new_sequence(), tokens, true}})[0];
+  ReferenceTransformer reference(h.weights());
+  expect_rows_close(rows, reference.run(tokens), c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, TransformerEmbedding,
+                         ::testing::Values(EmbeddingCase{"f32", DType::f32, false},
+                                           EmbeddingCase{"f16", DType::f16, false},
+                                           EmbeddingCase{"bf16", DType::bf16, false},
+                                           EmbeddingCase{"q8_0", DType::q8_0, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace tessera::transformer::testing

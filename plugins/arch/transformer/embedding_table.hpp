@@ -1,0 +1,39 @@
+// embedding_table.hpp: token embedding lookup that needs nothing from the
+// ModelBuilder after build().
+//
+// The core's builder is a temporary of model loading (core/src/engine/session.cpp
+// makes it on the stack), so forward() cannot call builder.dequantize_rows.
+// Plain storage (formats "f32", "f16", "bf16") is read in place from the mapped
+// weights, converted row by row; any other format (the GGUF block quantizations)
+// is dequantized through the builder once, at build time, into an f32 table.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/architecture.hpp"
+
+namespace tessera::transformer {
+
+class EmbeddingTable {
+ public:
+  // `tensor` must be [rows, cols] (checked by the caller) and outlive the table.
+  static Result<EmbeddingTable> create(ModelBuilder& builder, const TensorRef& tensor);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // out[cols] = row `row` as f32; row in [0, rows()) (the batch plan checks token ids).
+  void lookup(int64_t row, float* out) const;
+  // Bytes held beyond the mapped weights (0 for plain formats).
+  uint64_t owned_bytes() const { return owned_.size() * sizeof(float); }
+
+ private:
+  enum class Source { f32, f16, bf16, owned };
+  Source source_ = Source::owned;
+  const void* data_ = nullptr;  // mapped rows for f32/f16/bf16
+  std::vector<float> owned_;    // [rows, cols] for dequantized formats
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+};
+
+}  // namespace tessera::transformer
