@@ -1,0 +1,201 @@
+// bench_kernels.cpp: Google Benchmark figures for the ggml quant kernels.
+//
+//   bench_quant_kernels [--benchmark_filter=...]
+//
+// MatVec/<format>/<out>/<in>/<threads>/<level>: one decode-time y = W x at
+// SmolLM2-135M's shapes. "streamed" variants cycle through enough copies of
+// the weights (>= 256 MiB) that every call reads them from DRAM, as a decode
+// step does (the model's ~96 MiB of weights do not stay in cache); "hot"
+// variants reuse one copy (cache-resident: the kernel's compute ceiling).
+// bytes_per_second is weight bytes read per second: compare with the ~57 GB/s
+// DRAM roofline of two cores.
+// DecodeStep: all 211 matrix-vector products of one SmolLM2-135M token
+// (30 layers x q, k, v, o, gate, up, down in Q4_1 + the 49152 x 576 Q8_0
+// output), reporting tokens per second of matrix work.
+// Prefill: 512 activation rows at once (GFLOP/s counter).
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels.hpp"
+#include "quant_linear.hpp"
+#include "tessera/half.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+// Weight bytes of `rows` x `cols` with random quants and realistic scales;
+// generated directly (quantizing 135M floats would dominate start-up).
+std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const size_t bytes = rows * dtype_row_bytes(type, cols);
+  std::vector<uint8_t> w(bytes);
+  for (size_t i = 0; i + 4 <= bytes; i += 4) {
+    const uint32_t v = rng();
+    std::memcpy(&w[i], &v, 4);
+  }
+  const size_t bb = dtype_info(type).block_bytes;
+  const uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(-0.08f);
+  for (size_t off = 0; off < bytes; off += bb) {
+    std::memcpy(&w[off], &d, 2);
+    if (type == DType::q4_1) std::memcpy(&w[off + 2], &m, 2);
+  }
+  return w;
+}
+
+std::vector<float> random_x(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+struct Copies {
+  std::vector<std::vector<uint8_t>> weights;
+  std::vector<std::unique_ptr<QuantLinear>> linears;
+};
+
+Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes) {
+  Copies c;
+  const uint64_t one = out * dtype_row_bytes(type, in);
+  const uint64_t n = min_total_bytes == 0 ? 1 : (min_total_bytes + one - 1) / one;
+  for (uint64_t i = 0; i < n; ++i) {
+    c.weights.push_back(random_weights(type, out, in, static_cast<uint32_t>(i + 1)));
+    c.linears.push_back(std::make_unique<QuantLinear>(c.weights.back().data(), type, out, in, std::vector<float>{}));
+  }
+  return c;
+}
+
+bool use_level(benchmark::State& state, int64_t level) {
+  if (!force_simd_level(static_cast<SimdLevel>(level))) {
+    state.SkipWithError("SIMD level not supported by this CPU");
+    return false;
+  }
+  return true;
+}
+
+// args: out, in, threads, level, streamed (0/1)
+template <DType Type>
+void BM_MatVec(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1);
+  if (!use_level(state, state.range(3))) return;
+  omp_set_num_threads(static_cast<int>(state.range(2)));
+  Copies c = make_copies(Type, out, in, state.range(4) ? (256ull << 20) : 0);
+  const auto x = random_x(in, 7);
+  std::vector<float> y(out);
+  size_t i = 0;
+  for (auto _ : state) {
+    (void)c.linears[i]->forward(x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+    if (++i == c.linears.size()) i = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * c.linears[0]->weight_bytes()));
+  state.SetLabel(simd_level_name(active_kernels().level));
+}
+
+void matvec_args(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  const int best = static_cast<int>(best_simd_level());
+  for (const auto& s : shapes)
+    for (int64_t threads : {1, 2})
+      for (int64_t streamed : {0, 1}) b->Args({s[0], s[1], threads, best, streamed});
+  // The other levels at one mid-size shape, for comparison.
+  for (int level = 0; level < best; ++level) b->Args({1536, 576, 2, level, 1});
+  b->ArgNames({"out", "in", "threads", "level", "streamed"});
+}
+
+BENCHMARK(BM_MatVec<DType::q4_1>)->Apply(matvec_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q8_0>)->Apply(matvec_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q4_0>)->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})->UseRealTime();
+
+// Fixed cost of one forward on a tiny matrix: quantizing x, the (skipped or
+// entered) parallel region, the tile loop.
+void BM_TinyMatVecOverhead(benchmark::State& state) {
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  force_simd_level(best_simd_level());
+  Copies c = make_copies(DType::q8_0, 64, 64, 0);
+  const auto x = random_x(64, 1);
+  std::vector<float> y(64);
+  for (auto _ : state) {
+    (void)c.linears[0]->forward(x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(BM_TinyMatVecOverhead)->Arg(1)->Arg(2)->UseRealTime();
+
+// An empty OpenMP parallel region on the warm team: the per-call price of
+// going parallel, to compare with the matrix-vector times above.
+void BM_OmpRegion(benchmark::State& state) {
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  int sink = 0;
+  for (auto _ : state) {
+#pragma omp parallel
+    { benchmark::DoNotOptimize(sink); }
+  }
+}
+BENCHMARK(BM_OmpRegion)->Arg(2)->UseRealTime();
+
+void BM_DecodeStep(benchmark::State& state) {
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  force_simd_level(best_simd_level());
+  constexpr int kLayers = 30;
+  const int64_t layer_shapes[][2] = {{576, 576}, {192, 576}, {192, 576}, {576, 576},
+                                     {1536, 576}, {1536, 576}, {576, 1536}};
+  std::vector<std::vector<uint8_t>> store;
+  std::vector<std::unique_ptr<QuantLinear>> linears;
+  uint64_t bytes = 0;
+  for (int l = 0; l < kLayers; ++l) {
+    for (const auto& s : layer_shapes) {
+      store.push_back(random_weights(DType::q4_1, s[0], s[1], static_cast<uint32_t>(store.size() + 1)));
+      linears.push_back(std::make_unique<QuantLinear>(store.back().data(), DType::q4_1, s[0], s[1], std::vector<float>{}));
+      bytes += linears.back()->weight_bytes();
+    }
+  }
+  store.push_back(random_weights(DType::q8_0, 49152, 576, 999));
+  linears.push_back(std::make_unique<QuantLinear>(store.back().data(), DType::q8_0, 49152, 576, std::vector<float>{}));
+  bytes += linears.back()->weight_bytes();
+  const auto x = random_x(1536, 3);
+  std::vector<float> y(49152);
+  for (auto _ : state) {
+    for (auto& lin : linears) (void)lin->forward(x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["matvecs"] = static_cast<double>(linears.size());
+}
+BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// args: format (as DType value), out, in, threads
+void BM_Prefill(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t out = state.range(1), in = state.range(2), n = 512;
+  omp_set_num_threads(static_cast<int>(state.range(3)));
+  force_simd_level(best_simd_level());
+  Copies c = make_copies(type, out, in, 0);
+  const auto x = random_x(n * in, 5);
+  std::vector<float> y(n * out);
+  for (auto _ : state) {
+    (void)c.linears[0]->forward(x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * out * in * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+BENCHMARK(BM_Prefill)
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_1), static_cast<int64_t>(DType::q8_0)}, {576, 1536}, {576}, {1, 2}})
+    ->Args({static_cast<int64_t>(DType::q4_1), 576, 1536, 2})
+    ->ArgNames({"type", "out", "in", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tessera::ggml
+
+BENCHMARK_MAIN();

@@ -1,0 +1,86 @@
+// blocks.hpp: ggml's quantized block layouts, byte for byte as they sit in a GGUF file.
+//
+// Plain structs only (no inline functions): this header is included by the
+// SIMD translation units, which are compiled with extra -m flags, and an inline
+// function emitted there could be merged by the linker into generic code.
+//
+// Every block covers a run of consecutive elements of one row. Scales are IEEE
+// half (f16) bit patterns. Nibble order in the 4-bit formats: element j of the
+// block (j < 16) is the low nibble of qs[j], element j + 16 its high nibble.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tessera::ggml {
+
+inline constexpr int kBlock = 32;     // elements per Q4_0/Q4_1/Q8_0/Q8_1 block
+inline constexpr int kSuperBlock = 256;  // elements per K-quant super-block
+
+// x = d * (q - 8), q in 0..15.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kBlock / 2];
+};
+
+// x = d * q + m, q in 0..15.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kBlock / 2];
+};
+
+// x = d * q, q in -127..127.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kBlock];
+};
+
+// Activations: x = d * q, and s = d * sum(q) so that a weight format with a
+// per-block minimum (Q4_1) gets its m * sum(x) term without a second pass.
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kBlock];
+};
+
+// 8 sub-blocks of 32: x = d * sc[i] * q - dmin * mn[i], q in 0..15; sc and mn
+// are 6-bit values packed into `scales` (see reference.cpp, scale_min_k4).
+// qs holds 4 chunks of 64 elements: chunk c's first 32 elements are the low
+// nibbles of qs[32c .. 32c+31], its last 32 the high nibbles.
+struct BlockQ4K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+// As Q4_K with a fifth bit: q in 0..31. Bit (2c) of qh[l] is the high bit of
+// element l of chunk c's first half, bit (2c + 1) that of element l of its second half.
+struct BlockQ5K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+// 16 sub-blocks of 16: x = d * scales[i] * (q - 32), q in 0..63 (4 low bits
+// in ql, 2 high bits in qh).
+struct BlockQ6K {
+  uint8_t ql[kSuperBlock / 2];
+  uint8_t qh[kSuperBlock / 4];
+  int8_t scales[kSuperBlock / 16];
+  uint16_t d;
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4K) == 144);
+static_assert(sizeof(BlockQ5K) == 176);
+static_assert(sizeof(BlockQ6K) == 210);
+static_assert(offsetof(BlockQ6K, d) == 208);
+
+}  // namespace tessera::ggml

@@ -1,0 +1,73 @@
+// float_linear.cpp: f32-domain driver for plain-float and K-quant weights.
+#include "float_linear.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels.hpp"
+#include "reference.hpp"
+#include "row_split.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+constexpr uint64_t kMinParallelBytes = 32 * 1024;  // as in quant_linear.cpp
+constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
+
+bool is_k_quant(DType t) { return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k; }
+
+}  // namespace
+
+FloatLinear::FloatLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
+                         std::vector<float> bias)
+    : weights_(static_cast<const uint8_t*>(weights)),
+      type_(type),
+      out_(out_features),
+      in_(in_features),
+      row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
+      bias_(std::move(bias)) {}
+
+Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
+  if (n_rows <= 0) return n_rows == 0 ? Status::Ok() : InvalidArgument("ggml linear: negative row count");
+  if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
+  return guard([&]() -> Status {
+    const KernelTable& k = active_kernels();
+    FloatDotFn dot = k.f32;  // K-quant rows are dequantized to f32 first
+    if (type_ == DType::f16) dot = k.f16;
+    if (type_ == DType::bf16) dot = k.bf16;
+    const bool dequantize = is_k_quant(type_);
+    const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
+    const int max_threads = parallel ? omp_get_max_threads() : 1;
+    if (dequantize) {
+      const size_t needed = static_cast<size_t>(max_threads) * static_cast<size_t>(in_);
+      if (row_scratch_.size() < needed) row_scratch_.resize(needed);  // steady state: no allocation
+    }
+
+#pragma omp parallel if (parallel) num_threads(max_threads)
+    {
+      const int nt = omp_get_num_threads();
+      const int t = omp_get_thread_num();
+      float* row = dequantize ? row_scratch_.data() + static_cast<size_t>(t) * in_ : nullptr;
+      const RowRange wr = split_rows(out_, 1, t, nt);
+      for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
+        const int64_t x1 = std::min(n_rows, x0 + kXChunk);
+        for (int64_t r = wr.begin; r < wr.end; ++r) {
+          const void* w = weights_ + r * row_bytes_;
+          if (dequantize) {
+            dequantize_row(type_, w, row, in_);
+            w = row;
+          }
+          for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(w, x + i * in_, in_);
+        }
+      }
+    }
+    if (!bias_.empty()) {
+      for (int64_t i = 0; i < n_rows; ++i)
+        for (int64_t r = 0; r < out_; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace tessera::ggml

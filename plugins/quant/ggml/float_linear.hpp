@@ -1,0 +1,35 @@
+// float_linear.hpp: y = x·Wᵀ (+ b) computed in f32, for weights stored as
+// f32/f16/bf16 (converted on the fly inside the SIMD dot) and for the K-quants
+// (Q4_K/Q5_K/Q6_K: each weight row is dequantized to f32, then dotted with
+// every activation row of the chunk).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/linear.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera::ggml {
+
+class FloatLinear final : public Linear {
+ public:
+  FloatLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
+              std::vector<float> bias);
+
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
+  Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
+
+ private:
+  const uint8_t* weights_;
+  DType type_;
+  int64_t out_;
+  int64_t in_;
+  size_t row_bytes_;
+  std::vector<float> bias_;
+  std::vector<float> row_scratch_;  // [threads, in]: one dequantized weight row per thread (K-quants)
+};
+
+}  // namespace tessera::ggml

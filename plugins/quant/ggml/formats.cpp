@@ -1,0 +1,81 @@
+// formats.cpp: format names and tensor validation.
+#include "formats.hpp"
+
+#include <array>
+#include <utility>
+
+namespace tessera::ggml {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, DType>, 9> kFormats = {{
+    {"f32", DType::f32},
+    {"f16", DType::f16},
+    {"bf16", DType::bf16},
+    {"ggml.q4_0", DType::q4_0},
+    {"ggml.q4_1", DType::q4_1},
+    {"ggml.q8_0", DType::q8_0},
+    {"ggml.q4_k", DType::q4_k},
+    {"ggml.q5_k", DType::q5_k},
+    {"ggml.q6_k", DType::q6_k},
+}};
+
+}  // namespace
+
+const std::vector<std::string>& supported_formats() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& f : kFormats) v.emplace_back(f.first);
+    return v;
+  }();
+  return names;
+}
+
+std::optional<DType> format_dtype(std::string_view format) {
+  for (const auto& f : kFormats) {
+    if (f.first == format) return f.second;
+  }
+  return std::nullopt;
+}
+
+Status check_tensor(const TensorRef& t, DType* dtype_out) {
+  const auto dtype = format_dtype(t.format);
+  if (!dtype) {
+    return Unsupported("tensor '" + t.name + "': format '" + t.format + "' is not one the ggml quant plugin executes");
+  }
+  if (*dtype != t.dtype) {
+    return CorruptData("tensor '" + t.name + "': format '" + t.format + "' disagrees with its element type '" +
+                       std::string(dtype_name(t.dtype)) + "'");
+  }
+  if (t.ndim < 1 || t.ndim > kMaxDims) {
+    return InvalidArgument("tensor '" + t.name + "': " + std::to_string(t.ndim) + " dimensions");
+  }
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] <= 0) {
+      return InvalidArgument("tensor '" + t.name + "': dimension " + std::to_string(i) + " is " +
+                             std::to_string(t.shape[i]));
+    }
+  }
+  const auto info = dtype_info(*dtype);
+  const int64_t cols = t.cols();
+  if (cols % info.block_elems != 0) {
+    return CorruptData("tensor '" + t.name + "': rows of " + std::to_string(cols) + " elements are not whole " +
+                       std::string(info.name) + " blocks of " + std::to_string(info.block_elems));
+  }
+  // Shapes come from files: multiply with overflow checks before trusting any product.
+  uint64_t elems = 1;
+  for (int i = 0; i < t.ndim; ++i) {
+    if (__builtin_mul_overflow(elems, static_cast<uint64_t>(t.shape[i]), &elems) || elems > (uint64_t{1} << 48)) {
+      return CorruptData("tensor '" + t.name + "': shape too large");
+    }
+  }
+  const uint64_t expect = elems / info.block_elems * info.block_bytes;
+  if (t.nbytes != expect) {
+    return CorruptData("tensor '" + t.name + "': holds " + std::to_string(t.nbytes) + " bytes, its shape and format need " +
+                       std::to_string(expect));
+  }
+  if (t.data == nullptr) return InvalidArgument("tensor '" + t.name + "': no data");
+  *dtype_out = *dtype;
+  return Status::Ok();
+}
+
+}  // namespace tessera::ggml

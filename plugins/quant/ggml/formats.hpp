@@ -1,0 +1,27 @@
+// formats.hpp: the storage formats this plugin executes, and checks that a
+// TensorRef really holds what its format and shape promise.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/status.hpp"
+#include "tessera/tensor.hpp"
+#include "tessera/weights.hpp"
+
+namespace tessera::ggml {
+
+// "f32", "f16", "bf16", "ggml.q4_0", "ggml.q4_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k", "ggml.q6_k".
+const std::vector<std::string>& supported_formats();
+
+// The element type behind a format name; nullopt for a format this plugin does not know.
+std::optional<DType> format_dtype(std::string_view format);
+
+// The tensor's format is known, agrees with its dtype, its rows are whole
+// blocks, its data is present and exactly rows * row-bytes long. Messages name
+// the tensor.
+Status check_tensor(const TensorRef& t, DType* dtype_out);
+
+}  // namespace tessera::ggml

@@ -1,0 +1,89 @@
+// ggml_quantizer.cpp: the "ggml" quant plugin: executes GGUF block formats and
+// plain float weights, and exports the library's single entry.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "float_linear.hpp"
+#include "formats.hpp"
+#include "quant_linear.hpp"
+#include "reference.hpp"
+#include "tessera/plugin.hpp"
+#include "tessera/quantizer.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+class GgmlQuantizer final : public Quantizer {
+ public:
+  explicit GgmlQuantizer(const ParamValues& /*params: none declared*/) {}
+
+  std::vector<std::string> formats() const override { return supported_formats(); }
+
+  Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept override {
+    try {
+      DType type{};
+      if (Status s = check_tensor(weight, &type); !s.ok()) return s;
+      if (weight.ndim != 2) {
+        return InvalidArgument("tensor '" + weight.name + "': a linear weight must be 2-D [out, in], it has " +
+                               std::to_string(weight.ndim) + " dimensions");
+      }
+      const int64_t out = weight.shape[0], in = weight.shape[1];
+      std::vector<float> b;
+      if (bias != nullptr) {
+        DType bias_type{};
+        if (Status s = check_tensor(*bias, &bias_type); !s.ok()) return s;
+        if (bias->numel() != out || is_block_format(bias_type)) {
+          return InvalidArgument("tensor '" + bias->name + "': a bias for '" + weight.name + "' needs " +
+                                 std::to_string(out) + " plain (f32/f16/bf16) values");
+        }
+        b.resize(static_cast<size_t>(out));
+        dequantize_row(bias_type, bias->data, b.data(), out);
+      }
+      if (type == DType::q4_0 || type == DType::q4_1 || type == DType::q8_0) {
+        return std::unique_ptr<Linear>(std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b)));
+      }
+      return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
+    } catch (const std::exception& e) {
+      return Internal(std::string("ggml make_linear: ") + e.what());
+    }
+  }
+
+  Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept override {
+    return guard([&]() -> Status {
+      DType type{};
+      TESSERA_RETURN_IF_ERROR(check_tensor(tensor, &type));
+      const int64_t rows = tensor.rows(), cols = tensor.cols();
+      if (out == nullptr) return InvalidArgument("dequantize_rows('" + tensor.name + "'): null output");
+      if (first_row < 0 || n_rows < 0 || first_row > rows || n_rows > rows - first_row) {
+        return InvalidArgument("dequantize_rows('" + tensor.name + "'): rows [" + std::to_string(first_row) + ", " +
+                               std::to_string(first_row + n_rows) + ") outside its " + std::to_string(rows) + " rows");
+      }
+      const uint64_t row_bytes = dtype_row_bytes(type, static_cast<uint64_t>(cols));
+      const auto* base = static_cast<const uint8_t*>(tensor.data);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        dequantize_row(type, base + static_cast<uint64_t>(first_row + r) * row_bytes, out + r * cols, cols);
+      }
+      return Status::Ok();
+    });
+  }
+};
+
+const PluginLibrary* ggml_quant_entry() {
+  static const PluginInfo plugins[] = {{
+      PluginFamily::quant,
+      "ggml",
+      "0.1.0",
+      "GGUF block formats (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
+      nullptr,
+      0,
+      &make_plugin<GgmlQuantizer>,
+  }};
+  static const PluginLibrary library{kAbiMajor, kAbiMinor, plugins, 1};
+  return &library;
+}
+
+}  // namespace
+}  // namespace tessera::ggml
+
+TESSERA_PLUGIN_ENTRY(tessera::ggml::ggml_quant_entry)

@@ -1,0 +1,76 @@
+// kernels.hpp: the dot-product kernels, one table per SIMD level, chosen once at run time.
+//
+// Each SIMD level lives in its own translation unit compiled with its own -m
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, ...), so one build runs on any
+// x86-64 and uses the widest instructions the CPU has. Only this header (plain
+// declarations) and blocks.hpp are shared with those translation units.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "blocks.hpp"
+
+namespace tessera::ggml {
+
+enum class SimdLevel : int {
+  scalar = 0,       // portable C++, the reference
+  avx2 = 1,         // AVX2 + FMA + F16C
+  avx512 = 2,       // AVX-512 F/BW/VL (+ the AVX2 set)
+  avx512_vnni = 3,  // as avx512, with vpdpbusd for the u8 x i8 dot products
+};
+inline constexpr int kSimdLevelCount = 4;
+
+// The largest tile a quantized tile kernel accepts.
+inline constexpr int kMaxTileW = 4;  // weight rows
+inline constexpr int kMaxTileX = 4;  // activation rows
+
+// Quantized-domain tile: for wi < nw, xi < nx,
+//   y[xi * y_stride + wi] = dot(weight row wi, activation row xi)
+// where weight row wi starts at w + wi * w_row_bytes (nb blocks of the weight
+// format) and activation row xi at x + xi * x_row_blocks (nb Q8_1 blocks).
+// Integer products are exact; per-block scales are applied in f32.
+using QuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x,
+                             size_t x_row_blocks, int nx, int64_t nb, float* y, size_t y_stride);
+
+// f32-domain dot of one weight row (f32, f16 or bf16 elements) with n floats.
+using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
+
+// Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
+using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
+
+struct KernelTable {
+  SimdLevel level;
+  const char* name;
+  int preferred_tile_x;  // activation rows per tile for prefill (register budget)
+  QuantizeQ8_1Fn quantize_q8_1;
+  QuantTileFn q4_0;
+  QuantTileFn q4_1;
+  QuantTileFn q8_0;
+  FloatDotFn f32;
+  FloatDotFn f16;
+  FloatDotFn bf16;
+};
+
+// One table per level, defined in that level's translation unit. Calling one
+// the CPU cannot run is undefined behaviour: go through kernels_for().
+const KernelTable& scalar_kernel_table();
+const KernelTable& avx2_kernel_table();
+const KernelTable& avx512_kernel_table();
+const KernelTable& avx512_vnni_kernel_table();
+
+const char* simd_level_name(SimdLevel level);
+bool cpu_supports(SimdLevel level);
+SimdLevel best_simd_level();
+
+// The table for `level`, or nullptr when this CPU lacks it.
+const KernelTable* kernels_for(SimdLevel level);
+
+// The table in use: the best level unless forced. Chosen once, thread-safe.
+const KernelTable& active_kernels();
+
+// Internal, for tests and benchmarks: use `level` from now on. Returns false
+// (and changes nothing) when the CPU lacks it. Not to be called while kernels run.
+bool force_simd_level(SimdLevel level);
+
+}  // namespace tessera::ggml

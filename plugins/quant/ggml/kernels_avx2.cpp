@@ -1,0 +1,249 @@
+// kernels_avx2.cpp: AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c;
+// only reached when the CPU reports all three (see dispatch.cpp).
+//
+// Everything here has internal linkage (anonymous namespace) and uses no
+// standard-library templates, so no function compiled with these flags can be
+// picked by the linker for generic code.
+//
+// One Q8_1 activation block sits in one ymm register; a weight block is
+// unpacked to 32 bytes beside it. u8 x i8 products are summed by vpmaddubsw
+// (pairs, to i16: 2 * 15 * 127 and 2 * 127 * 127 cannot saturate) and vpmaddwd
+// (to 8 lanes of i32); each block's lanes are then scaled in f32 and added to a
+// per-(weight row, activation row) accumulator, reduced once at the end.
+#include <immintrin.h>
+
+#include "kernels.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m256i load_nibbles(const uint8_t* qs) {  // 16 bytes -> 32 values 0..15, ggml order
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+inline __m256i dot_u8_i8(__m256i u, __m256i s) {  // 8 lanes of i32 partial sums
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// One activation block, prepared once and reused for every weight row of a tile.
+struct XBlock {
+  __m256i q;       // 32 x int8
+  __m256 d;        // d broadcast
+  __m256 s_lane1;  // (0, s, 0, ..., 0): adds m * s through one fma with (d, m, 0...)
+  __m256i sum8;    // 8 * sum(q) per i32 lane, the Q4_0 offset correction
+};
+
+inline XBlock load_x(const BlockQ8_1& b) {
+  XBlock x;
+  x.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+  uint32_t ds;
+  __builtin_memcpy(&ds, &b.d, 4);
+  const __m128 dsf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(ds)));  // (d, s, 0, 0)
+  x.d = _mm256_broadcastss_ps(dsf);
+  x.s_lane1 = _mm256_zextps128_ps256(_mm_blend_ps(dsf, _mm_setzero_ps(), 1));
+  x.sum8 = dot_u8_i8(_mm256_set1_epi8(8), x.q);
+  return x;
+}
+
+struct Q4_0 {
+  using Block = BlockQ4_0;
+  struct W {
+    __m256i q;  // 0..15; the -8 is applied through XBlock::sum8
+    __m256 d;
+  };
+  static W load(const Block& b) { return {load_nibbles(b.qs), _mm256_set1_ps(f16(b.d))}; }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
+    const __m256i dot = _mm256_sub_epi32(dot_u8_i8(w.q, x.q), x.sum8);
+    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot), acc);
+  }
+};
+
+struct Q4_1 {
+  using Block = BlockQ4_1;
+  struct W {
+    __m256i q;
+    __m256 d;
+    __m256 dm;  // (d, m, 0, ..., 0)
+  };
+  static W load(const Block& b) {
+    uint32_t dm;
+    __builtin_memcpy(&dm, &b.d, 4);
+    const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
+    return {load_nibbles(b.qs), _mm256_broadcastss_ps(dmf), _mm256_zextps128_ps256(dmf)};
+  }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
+    acc = _mm256_fmadd_ps(w.dm, x.s_lane1, acc);
+    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot_u8_i8(w.q, x.q)), acc);
+  }
+};
+
+struct Q8_0 {
+  using Block = BlockQ8_0;
+  struct W {
+    __m256i q;    // signed weights
+    __m256i abs;  // |q|: vpmaddubsw needs an unsigned operand, so the sign moves to x
+    __m256 d;
+  };
+  static W load(const Block& b) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+    return {q, _mm256_sign_epi8(q, q), _mm256_set1_ps(f16(b.d))};
+  }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
+    const __m256i dot = dot_u8_i8(w.abs, _mm256_sign_epi8(x.q, w.q));
+    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot), acc);
+  }
+};
+
+template <typename F, int NW, int NX>
+void tile_fixed(const uint8_t* w, size_t w_row_bytes, const BlockQ8_1* x, size_t x_row_blocks,
+                int64_t nb, float* y, size_t y_stride) {
+  using Block = typename F::Block;
+  __m256 acc[NX][NW];
+  for (int xi = 0; xi < NX; ++xi)
+    for (int wi = 0; wi < NW; ++wi) acc[xi][wi] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    XBlock xb[NX];
+    for (int xi = 0; xi < NX; ++xi) xb[xi] = load_x(x[xi * x_row_blocks + b]);
+    for (int wi = 0; wi < NW; ++wi) {
+      const auto* row = reinterpret_cast<const Block*>(w + wi * w_row_bytes);
+      const typename F::W wb = F::load(row[b]);
+      for (int xi = 0; xi < NX; ++xi) acc[xi][wi] = F::pair(wb, xb[xi], acc[xi][wi]);
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi)
+    for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(acc[xi][wi]);
+}
+
+// Two activation rows per tile: with four weight rows that is 8 accumulators,
+// what 16 ymm registers hold without spilling.
+constexpr int kTileX = 2;
+
+template <typename F>
+void tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x, size_t x_row_blocks,
+          int nx, int64_t nb, float* y, size_t y_stride) {
+  using Fn = void (*)(const uint8_t*, size_t, const BlockQ8_1*, size_t, int64_t, float*, size_t);
+  static constexpr Fn table[kMaxTileW][kTileX] = {
+      {tile_fixed<F, 1, 1>, tile_fixed<F, 1, 2>},
+      {tile_fixed<F, 2, 1>, tile_fixed<F, 2, 2>},
+      {tile_fixed<F, 3, 1>, tile_fixed<F, 3, 2>},
+      {tile_fixed<F, 4, 1>, tile_fixed<F, 4, 2>},
+  };
+  const auto* wb = static_cast<const uint8_t*>(w);
+  // Callers may pass up to kMaxTileX activation rows: take them kTileX at a time.
+  for (int x0 = 0; x0 < nx; x0 += kTileX) {
+    const int n = nx - x0 < kTileX ? nx - x0 : kTileX;
+    table[nw - 1][n - 1](wb, w_row_bytes, x + x0 * x_row_blocks, x_row_blocks, nb,
+                         y + x0 * y_stride, y_stride);
+  }
+}
+
+void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m256 idv = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i)
+      q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], idv),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Sum of the 32 quantized values, exact in i32.
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    const int sum = _mm_cvtsi128_si32(s4);
+    // i32 -> i8 keeping order: packs interleave 128-bit lanes, the permute undoes it.
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), ordered);
+    const uint16_t d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    y[b].d = d16;
+    y[b].s = _cvtss_sh(_cvtsh_ss(d16) * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT);
+  }
+}
+
+float dot_f32(const void* w, const float* x, int64_t n) {
+  const auto* wf = static_cast<const float*>(w);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i), _mm256_loadu_ps(x + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i + 8), _mm256_loadu_ps(x + i + 8), acc1);
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += wf[i] * x[i];
+  return sum;
+}
+
+float dot_f16(const void* w, const float* x, int64_t n) {
+  const auto* wh = static_cast<const uint16_t*>(w);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wh + i)));
+    const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wh + i + 8)));
+    acc0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), acc0);
+    acc1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), acc1);
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += f16(wh[i]) * x[i];
+  return sum;
+}
+
+inline __m256 bf16x8(const uint16_t* p) {  // bf16 is the top half of an f32
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+float dot_bf16(const void* w, const float* x, int64_t n) {
+  const auto* wh = static_cast<const uint16_t*>(w);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(bf16x8(wh + i), _mm256_loadu_ps(x + i), acc0);
+    acc1 = _mm256_fmadd_ps(bf16x8(wh + i + 8), _mm256_loadu_ps(x + i + 8), acc1);
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(wh[i]) << 16;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    sum += f * x[i];
+  }
+  return sum;
+}
+
+}  // namespace
+
+const KernelTable& avx2_kernel_table() {
+  static const KernelTable table{
+      SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
+      &dot_f32, &dot_f16, &dot_bf16,
+  };
+  return table;
+}
+
+}  // namespace tessera::ggml

@@ -1,0 +1,91 @@
+// kernels_scalar.cpp: the portable reference kernels. Every SIMD level is tested
+// against these; they are also what a CPU without AVX2 runs.
+#include "kernels.hpp"
+#include "reference.hpp"
+#include "tessera/half.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+// Integer dot of one block: sum of q_w[j] * q_x[j] over the block's 32 elements,
+// with q_w already mapped to its signed/unsigned integer value.
+float dot_q4_0_block(const BlockQ4_0& w, const BlockQ8_1& x) {
+  int sum = 0;
+  for (int j = 0; j < kBlock / 2; ++j) {
+    sum += ((w.qs[j] & 0x0F) - 8) * x.qs[j];
+    sum += ((w.qs[j] >> 4) - 8) * x.qs[j + kBlock / 2];
+  }
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+// x_w = d q + m, so sum(x_w * x_a) = d d_a sum(q q_a) + m * (d_a sum(q_a)) = ... + m * s.
+float dot_q4_1_block(const BlockQ4_1& w, const BlockQ8_1& x) {
+  int sum = 0;
+  for (int j = 0; j < kBlock / 2; ++j) {
+    sum += (w.qs[j] & 0x0F) * x.qs[j];
+    sum += (w.qs[j] >> 4) * x.qs[j + kBlock / 2];
+  }
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum) +
+         f16_to_f32(w.m) * f16_to_f32(x.s);
+}
+
+float dot_q8_0_block(const BlockQ8_0& w, const BlockQ8_1& x) {
+  int sum = 0;
+  for (int j = 0; j < kBlock; ++j) sum += w.qs[j] * x.qs[j];
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+template <typename Block, float (*DotBlock)(const Block&, const BlockQ8_1&)>
+void tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x, size_t x_row_blocks,
+          int nx, int64_t nb, float* y, size_t y_stride) {
+  for (int xi = 0; xi < nx; ++xi) {
+    const BlockQ8_1* xr = x + xi * x_row_blocks;
+    for (int wi = 0; wi < nw; ++wi) {
+      const auto* wr = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + wi * w_row_bytes);
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) sum += DotBlock(wr[b], xr[b]);
+      y[xi * y_stride + wi] = sum;
+    }
+  }
+}
+
+float dot_f32(const void* w, const float* x, int64_t n) {
+  const auto* wf = static_cast<const float*>(w);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += wf[i] * x[i];
+  return sum;
+}
+
+float dot_f16(const void* w, const float* x, int64_t n) {
+  const auto* wh = static_cast<const uint16_t*>(w);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += f16_to_f32(wh[i]) * x[i];
+  return sum;
+}
+
+float dot_bf16(const void* w, const float* x, int64_t n) {
+  const auto* wh = static_cast<const uint16_t*>(w);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += bf16_to_f32(wh[i]) * x[i];
+  return sum;
+}
+
+}  // namespace
+
+const KernelTable& scalar_kernel_table() {
+  static const KernelTable table{
+      SimdLevel::scalar,
+      "scalar",
+      4,
+      &quantize_row_q8_1,
+      &tile<BlockQ4_0, dot_q4_0_block>,
+      &tile<BlockQ4_1, dot_q4_1_block>,
+      &tile<BlockQ8_0, dot_q8_0_block>,
+      &dot_f32,
+      &dot_f16,
+      &dot_bf16,
+  };
+  return table;
+}
+
+}  // namespace tessera::ggml

@@ -1,0 +1,97 @@
+// quant_linear.cpp: the matrix-vector (decode) and matrix-matrix (prefill) drivers.
+#include "quant_linear.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels.hpp"
+#include "row_split.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+// Below this much weight data one thread finishes before a second one would
+// have been woken: measured with bench_quant_kernels (docs/kernels.md).
+constexpr uint64_t kMinParallelBytes = 32 * 1024;
+
+// Activation rows per L2-sized chunk in prefill: 64 rows of up to 1536
+// features as Q8_1 is ~110 KiB, reused from cache by every weight tile.
+constexpr int64_t kXChunk = 64;
+
+QuantTileFn tile_for(const KernelTable& k, DType type) {
+  switch (type) {
+    case DType::q4_0: return k.q4_0;
+    case DType::q4_1: return k.q4_1;
+    case DType::q8_0: return k.q8_0;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
+                         std::vector<float> bias)
+    : weights_(static_cast<const uint8_t*>(weights)),
+      type_(type),
+      out_(out_features),
+      in_(in_features),
+      row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
+      bias_(std::move(bias)) {}
+
+Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
+  if (n_rows <= 0) return n_rows == 0 ? Status::Ok() : InvalidArgument("ggml linear: negative row count");
+  if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
+  return guard([&]() -> Status {
+    const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
+    const QuantTileFn tile = tile_for(k, type_);
+    if (tile == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
+    const int64_t nb = in_ / kBlock;
+    const size_t needed = static_cast<size_t>(n_rows * nb);
+    if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
+    BlockQ8_1* xq = x_q8_.data();
+    const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
+    const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
+
+#pragma omp parallel if (parallel)
+    {
+      const int nt = omp_get_num_threads();
+      const int t = omp_get_thread_num();
+      const RowRange xr = split_rows(n_rows, 1, t, nt);
+      for (int64_t i = xr.begin; i < xr.end; ++i) k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
+      if (nt > 1) {
+#pragma omp barrier
+      }
+      const RowRange wr = split_rows(out_, kMaxTileW, t, nt);
+      if (n_rows == 1) {
+        for (int64_t r = wr.begin; r < wr.end; r += kMaxTileW) {
+          const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, wr.end - r));
+          tile(weights_ + r * row_bytes_, row_bytes_, nw, xq, static_cast<size_t>(nb), 1, nb, y + r,
+               static_cast<size_t>(out_));
+        }
+      } else {
+        // Each weight tile is read once per chunk of activation rows and used
+        // for all of them while it sits in L1.
+        for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
+          const int64_t x1 = std::min(n_rows, x0 + kXChunk);
+          for (int64_t r = wr.begin; r < wr.end; r += kMaxTileW) {
+            const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, wr.end - r));
+            for (int64_t xi = x0; xi < x1; xi += tile_x) {
+              const int nx = static_cast<int>(std::min<int64_t>(tile_x, x1 - xi));
+              tile(weights_ + r * row_bytes_, row_bytes_, nw, xq + xi * nb, static_cast<size_t>(nb), nx, nb,
+                   y + xi * out_ + r, static_cast<size_t>(out_));
+            }
+          }
+        }
+      }
+    }
+    if (!bias_.empty()) {
+      for (int64_t i = 0; i < n_rows; ++i)
+        for (int64_t r = 0; r < out_; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace tessera::ggml

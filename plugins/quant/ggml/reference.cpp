@@ -1,0 +1,214 @@
+// reference.cpp: scalar dequantization and quantization of ggml's block formats.
+#include "reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tessera/half.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
+// Sub-blocks 0..3 keep theirs in the low 6 bits of bytes j and j + 4; sub-blocks
+// 4..7 split theirs into the nibbles of byte j + 4 and the top 2 bits of bytes
+// j - 4 (scale) and j (min).
+void scale_min_k4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+int8_t round_to_i8(float v) { return static_cast<int8_t>(std::nearbyint(v)); }
+
+}  // namespace
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      y[j] = d * static_cast<float>((x[b].qs[j] & 0x0F) - 8);
+      y[j + kBlock / 2] = d * static_cast<float>((x[b].qs[j] >> 4) - 8);
+    }
+  }
+}
+
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    const float m = f16_to_f32(x[b].m);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      y[j] = d * static_cast<float>(x[b].qs[j] & 0x0F) + m;
+      y[j + kBlock / 2] = d * static_cast<float>(x[b].qs[j] >> 4) + m;
+    }
+  }
+}
+
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kBlock; ++j) y[j] = d * static_cast<float>(x[b].qs[j]);
+  }
+}
+
+void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kBlock; ++j) y[j] = d * static_cast<float>(x[b].qs[j]);
+  }
+}
+
+void dequantize_row_q4_k(const BlockQ4K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    const float dmin = f16_to_f32(x[b].dmin);
+    const uint8_t* q = x[b].qs;
+    for (int chunk = 0; chunk < 4; ++chunk, q += 32) {  // 64 elements per chunk
+      uint8_t sc0, mn0, sc1, mn1;
+      scale_min_k4(2 * chunk, x[b].scales, &sc0, &mn0);
+      scale_min_k4(2 * chunk + 1, x[b].scales, &sc1, &mn1);
+      const float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
+      for (int l = 0; l < 32; ++l) *y++ = d0 * static_cast<float>(q[l] & 0x0F) - m0;
+      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] >> 4) - m1;
+    }
+  }
+}
+
+void dequantize_row_q5_k(const BlockQ5K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    const float dmin = f16_to_f32(x[b].dmin);
+    const uint8_t* ql = x[b].qs;
+    const uint8_t* qh = x[b].qh;
+    for (int chunk = 0; chunk < 4; ++chunk, ql += 32) {
+      uint8_t sc0, mn0, sc1, mn1;
+      scale_min_k4(2 * chunk, x[b].scales, &sc0, &mn0);
+      scale_min_k4(2 * chunk + 1, x[b].scales, &sc1, &mn1);
+      const float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
+      const uint8_t bit0 = static_cast<uint8_t>(1u << (2 * chunk));
+      const uint8_t bit1 = static_cast<uint8_t>(1u << (2 * chunk + 1));
+      for (int l = 0; l < 32; ++l)
+        *y++ = d0 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & bit0) ? 16 : 0)) - m0;
+      for (int l = 0; l < 32; ++l)
+        *y++ = d1 * static_cast<float>((ql[l] >> 4) + ((qh[l] & bit1) ? 16 : 0)) - m1;
+    }
+  }
+}
+
+void dequantize_row_q6_k(const BlockQ6K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    const uint8_t* ql = x[b].ql;
+    const uint8_t* qh = x[b].qh;
+    const int8_t* sc = x[b].scales;
+    // Two halves of 128 elements; each uses 64 bytes of ql, 32 of qh, 8 scales.
+    for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * sc[is + 0] * static_cast<float>(q1);
+        y[l + 32] = d * sc[is + 2] * static_cast<float>(q2);
+        y[l + 64] = d * sc[is + 4] * static_cast<float>(q3);
+        y[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
+void dequantize_row_f16(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
+}
+
+void dequantize_row_bf16(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(x[i]);
+}
+
+bool dequantize_row(DType type, const void* x, float* y, int64_t n) {
+  switch (type) {
+    case DType::f32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return true;
+    case DType::f16: dequantize_row_f16(static_cast<const uint16_t*>(x), y, n); return true;
+    case DType::bf16: dequantize_row_bf16(static_cast<const uint16_t*>(x), y, n); return true;
+    case DType::q4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(x), y, n); return true;
+    case DType::q4_1: dequantize_row_q4_1(static_cast<const BlockQ4_1*>(x), y, n); return true;
+    case DType::q8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(x), y, n); return true;
+    case DType::q8_1: dequantize_row_q8_1(static_cast<const BlockQ8_1*>(x), y, n); return true;
+    case DType::q4_k: dequantize_row_q4_k(static_cast<const BlockQ4K*>(x), y, n); return true;
+    case DType::q5_k: dequantize_row_q5_k(static_cast<const BlockQ5K*>(x), y, n); return true;
+    case DType::q6_k: dequantize_row_q6_k(static_cast<const BlockQ6K*>(x), y, n); return true;
+    default: return false;
+  }
+}
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
+    for (int j = 0; j < kBlock; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      const int q0 = std::clamp(static_cast<int>(std::nearbyint(x[j] * id)) + 8, 0, 15);
+      const int q1 = std::clamp(static_cast<int>(std::nearbyint(x[j + kBlock / 2] * id)) + 8, 0, 15);
+      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    const auto [lo, hi] = std::minmax_element(x, x + kBlock);
+    const float min = *lo;
+    const float d = (*hi - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    y[b].m = f32_to_f16(min);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      const int q0 = std::clamp(static_cast<int>(std::nearbyint((x[j] - min) * id)), 0, 15);
+      const int q1 = std::clamp(static_cast<int>(std::nearbyint((x[j + kBlock / 2] - min) * id)), 0, 15);
+      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    float amax = 0.0f;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kBlock; ++j) y[b].qs[j] = round_to_i8(x[j] * id);
+  }
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    float amax = 0.0f;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < kBlock; ++j) {
+      y[b].qs[j] = round_to_i8(x[j] * id);
+      sum += y[b].qs[j];
+    }
+    const uint16_t d16 = f32_to_f16(d);
+    y[b].d = d16;
+    y[b].s = f32_to_f16(f16_to_f32(d16) * static_cast<float>(sum));
+  }
+}
+
+}  // namespace tessera::ggml

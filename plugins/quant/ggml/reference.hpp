@@ -1,0 +1,40 @@
+// reference.hpp: plain scalar conversions between f32 and ggml's storage formats.
+//
+// These are the obviously-correct versions every optimized kernel is tested
+// against, and what `tessera quantize` uses to produce Q4_0/Q4_1/Q8_0 weights.
+// n is the number of elements and must be a multiple of the format's block size.
+#pragma once
+
+#include <cstdint>
+
+#include "blocks.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera::ggml {
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
+void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n);
+void dequantize_row_q4_k(const BlockQ4K* x, float* y, int64_t n);
+void dequantize_row_q5_k(const BlockQ5K* x, float* y, int64_t n);
+void dequantize_row_q6_k(const BlockQ6K* x, float* y, int64_t n);
+void dequantize_row_f16(const uint16_t* x, float* y, int64_t n);
+void dequantize_row_bf16(const uint16_t* x, float* y, int64_t n);
+
+// Any of the formats above (and f32, a copy). Returns false for a dtype this
+// file does not know.
+bool dequantize_row(DType type, const void* x, float* y, int64_t n);
+
+// Weights. Q4_0: symmetric around the value of largest magnitude (ggml's
+// choice: that value maps exactly to q = 0, i.e. -8 * d). Q4_1: d = (max - min) / 15,
+// m = min. Q8_0: d = max|x| / 127. Ties round to nearest even.
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+
+// Activations: as Q8_0, plus s = d * sum(q) (computed from the f16-rounded d).
+// The SIMD quantizers in the kernel table produce bit-identical output.
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
+
+}  // namespace tessera::ggml

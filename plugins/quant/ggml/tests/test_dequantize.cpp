@@ -1,0 +1,158 @@
+// Dequantization of hand-made blocks. Expected values are worked out by hand
+// from the ggml layouts (comments), not from the code under test.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "reference.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+constexpr uint16_t kHalf = 0x3800;      // 0.5
+constexpr uint16_t kOne = 0x3C00;       // 1.0
+constexpr uint16_t kTwo = 0x4000;       // 2.0
+constexpr uint16_t kQuarter = 0x3400;   // 0.25
+constexpr uint16_t kMinusOne = 0xBC00;  // -1.0
+
+TEST(Dequantize, Q4_0) {
+  BlockQ4_0 b{};
+  b.d = kHalf;
+  std::memset(b.qs, 0x88, sizeof b.qs);  // every q = 8 -> 0
+  b.qs[0] = 0x1F;                        // element 0: q = 15 -> (15 - 8) * 0.5; element 16: q = 1 -> -3.5
+  b.qs[15] = 0x08;                       // element 15: q = 8 -> 0; element 31: q = 0 -> -4
+  float y[32];
+  dequantize_row_q4_0(&b, y, 32);
+  EXPECT_FLOAT_EQ(y[0], 3.5f);
+  EXPECT_FLOAT_EQ(y[16], -3.5f);
+  EXPECT_FLOAT_EQ(y[15], 0.0f);
+  EXPECT_FLOAT_EQ(y[31], -4.0f);
+  EXPECT_FLOAT_EQ(y[7], 0.0f);
+}
+
+TEST(Dequantize, Q4_1) {
+  BlockQ4_1 b{};
+  b.d = kTwo;
+  b.m = kMinusOne;
+  b.qs[3] = 0x52;  // element 3: 2 * 2 - 1 = 3; element 19: 5 * 2 - 1 = 9
+  float y[32];
+  dequantize_row_q4_1(&b, y, 32);
+  EXPECT_FLOAT_EQ(y[3], 3.0f);
+  EXPECT_FLOAT_EQ(y[19], 9.0f);
+  EXPECT_FLOAT_EQ(y[0], -1.0f);  // q = 0 -> the minimum
+  EXPECT_FLOAT_EQ(y[31], -1.0f);
+}
+
+TEST(Dequantize, Q8_0AndQ8_1) {
+  BlockQ8_0 b{};
+  BlockQ8_1 b1{};
+  b.d = kQuarter;
+  b1.d = kQuarter;
+  for (int j = 0; j < 32; ++j) b.qs[j] = b1.qs[j] = static_cast<int8_t>(j - 16);
+  b.qs[5] = b1.qs[5] = -127;
+  float y[32], y1[32];
+  dequantize_row_q8_0(&b, y, 32);
+  dequantize_row_q8_1(&b1, y1, 32);
+  EXPECT_FLOAT_EQ(y[0], -4.0f);
+  EXPECT_FLOAT_EQ(y[31], 3.75f);
+  EXPECT_FLOAT_EQ(y[5], -31.75f);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], y1[j]) << j;
+}
+
+// Q4_K scales used below (bytes of `scales`):
+//   sub-block 0: scale = scales[0] & 63 = 2, min = scales[4] & 63 = 3
+//   sub-block 5: scale = (scales[9] & 15) | (scales[1] >> 6) << 4 = 1 | 16 = 17
+//                min   = (scales[9] >> 4) | (scales[5] >> 6) << 4 = 2 | 32 = 34
+//   sub-block 1: scale = scales[1] & 63 = 0, min = scales[5] & 63 = 0
+void fill_k_scales(uint8_t* s) {
+  std::memset(s, 0, 12);
+  s[0] = 2;
+  s[4] = 3;
+  s[9] = 0x21;
+  s[1] = 0x40;
+  s[5] = 0x80;
+}
+
+TEST(Dequantize, Q4K) {
+  BlockQ4K b{};
+  b.d = kOne;
+  b.dmin = kHalf;
+  fill_k_scales(b.scales);
+  b.qs[0] = 0x07;   // element 0 (chunk 0 low nibble, sub-block 0): 1 * 2 * 7 - 0.5 * 3 = 12.5
+  b.qs[65] = 0x90;  // element 161 (chunk 2 high nibble, sub-block 5, l = 1): 17 * 9 - 0.5 * 34 = 136
+  std::vector<float> y(256);
+  dequantize_row_q4_k(&b, y.data(), 256);
+  EXPECT_FLOAT_EQ(y[0], 12.5f);
+  EXPECT_FLOAT_EQ(y[1], -1.5f);   // q = 0 in sub-block 0: -dmin * 3
+  EXPECT_FLOAT_EQ(y[161], 136.0f);
+  EXPECT_FLOAT_EQ(y[160], -17.0f);  // q = 0 in sub-block 5
+  EXPECT_FLOAT_EQ(y[40], 0.0f);     // sub-block 1: scale 0, min 0
+}
+
+TEST(Dequantize, Q5K) {
+  BlockQ5K b{};
+  b.d = kOne;
+  b.dmin = kHalf;
+  fill_k_scales(b.scales);
+  b.qs[0] = 0x07;
+  b.qh[0] = 0x01;   // bit 0: high bit of element 0 -> q = 23: 2 * 23 - 1.5 = 44.5
+  b.qs[65] = 0x90;
+  b.qh[1] = 0x20;   // bit 5 = chunk 2 second half, l = 1 -> element 161: q = 25: 17 * 25 - 17 = 408
+  std::vector<float> y(256);
+  dequantize_row_q5_k(&b, y.data(), 256);
+  EXPECT_FLOAT_EQ(y[0], 44.5f);
+  EXPECT_FLOAT_EQ(y[161], 408.0f);
+  EXPECT_FLOAT_EQ(y[1], -1.5f);
+  EXPECT_FLOAT_EQ(y[33], 0.0f);  // sub-block 1, no high bit set by qh[1] bit 1
+}
+
+TEST(Dequantize, Q6K) {
+  BlockQ6K b{};
+  b.d = kHalf;
+  b.scales[0] = 2;    // elements 0..15
+  b.scales[2] = -3;   // elements 32..47
+  b.scales[4] = 1;    // elements 64..79
+  b.scales[15] = 4;   // second half, elements 128 + 96 + 16 .. +31
+  b.ql[0] = 0x05;     // element 0: low 4 bits 5 ; element 64: low 4 bits 0
+  b.qh[0] = 0x02;     // element 0: high bits 2 -> q = 37 - 32 = 5 -> 0.5 * 2 * 5 = 5
+                      // element 32: (qh >> 2) & 3 = 0; element 64: (qh >> 4) & 3 = 0
+  b.ql[32] = 0x0F;    // element 32: q = 15 - 32 = -17 -> 0.5 * -3 * -17 = 25.5
+  b.ql[64 + 32 + 17] = 0xA0;  // element 241: low 4 bits 10
+  b.qh[32 + 17] = 0xC0;       // element 241: high bits 3 -> q = 58 - 32 = 26 -> 0.5 * 4 * 26 = 52
+  std::vector<float> y(256);
+  dequantize_row_q6_k(&b, y.data(), 256);
+  EXPECT_FLOAT_EQ(y[0], 5.0f);
+  EXPECT_FLOAT_EQ(y[32], 25.5f);
+  EXPECT_FLOAT_EQ(y[64], -16.0f);  // q = -32 with scale 1
+  EXPECT_FLOAT_EQ(y[241], 52.0f);
+  EXPECT_FLOAT_EQ(y[16], 0.0f);    // scales[1] = 0
+}
+
+TEST(Dequantize, HalfAndBfloat) {
+  const uint16_t h[4] = {0x3C00, 0xC000, 0x0001, 0x7BFF};  // 1, -2, 2^-24, 65504
+  const uint16_t bf[2] = {0x3F80, 0xC0A0};                  // 1, -5
+  float y[4];
+  dequantize_row_f16(h, y, 4);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], -2.0f);
+  EXPECT_EQ(y[2], 0x1p-24f);
+  EXPECT_EQ(y[3], 65504.0f);
+  dequantize_row_bf16(bf, y, 2);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], -5.0f);
+}
+
+TEST(Dequantize, ByDtypeDispatchAndUnknown) {
+  BlockQ8_0 b{};
+  b.d = kTwo;
+  b.qs[1] = 3;
+  float y[32];
+  ASSERT_TRUE(dequantize_row(DType::q8_0, &b, y, 32));
+  EXPECT_EQ(y[1], 6.0f);
+  EXPECT_FALSE(dequantize_row(DType::i32, &b, y, 1));
+}
+
+}  // namespace
+}  // namespace tessera::ggml

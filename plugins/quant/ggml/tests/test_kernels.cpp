@@ -1,0 +1,188 @@
+// Every SIMD kernel against the scalar reference, per format, on random data.
+//
+// Tolerances: integer block sums must be exact (checked with unit scales, where
+// the whole result is an integer); with real scales the kernels differ from the
+// scalar code only in the order of f32 additions, so the difference is bounded
+// by 1e-5 * sum(|w_i * x_i|) (f32 epsilon 1.2e-7 times a few hundred blocks of
+// reordering, with margin).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_bytes;
+using testing::random_floats;
+
+struct Format {
+  const char* name;
+  DType type;
+  QuantTileFn KernelTable::*tile;
+};
+
+const Format kFormats[] = {
+    {"q4_0", DType::q4_0, &KernelTable::q4_0},
+    {"q4_1", DType::q4_1, &KernelTable::q4_1},
+    {"q8_0", DType::q8_0, &KernelTable::q8_0},
+};
+
+// Weight rows made by quantizing random floats with the reference quantizer.
+std::vector<uint8_t> make_weights(DType type, int rows, int64_t cols, uint32_t seed) {
+  const auto f = random_floats(static_cast<size_t>(rows * cols), seed);
+  const size_t row_bytes = dtype_row_bytes(type, cols);
+  std::vector<uint8_t> w(rows * row_bytes);
+  for (int r = 0; r < rows; ++r) {
+    void* dst = w.data() + r * row_bytes;
+    const float* src = f.data() + r * cols;
+    if (type == DType::q4_0) quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), cols);
+    if (type == DType::q4_1) quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), cols);
+    if (type == DType::q8_0) quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), cols);
+  }
+  return w;
+}
+
+std::vector<BlockQ8_1> make_activations(int rows, int64_t cols, uint32_t seed) {
+  const auto f = random_floats(static_cast<size_t>(rows * cols), seed, 2.0f);
+  std::vector<BlockQ8_1> x(rows * cols / 32);
+  for (int r = 0; r < rows; ++r) quantize_row_q8_1(f.data() + r * cols, x.data() + r * cols / 32, cols);
+  return x;
+}
+
+// sum |w_i * x_i| over a row pair, from the dequantized blocks: the scale of
+// the rounding error of any summation order.
+double abs_dot(DType type, const uint8_t* w, const BlockQ8_1* x, int64_t cols) {
+  std::vector<float> wf(cols), xf(cols);
+  dequantize_row(type, w, wf.data(), cols);
+  dequantize_row_q8_1(x, xf.data(), cols);
+  double s = 0;
+  for (int64_t i = 0; i < cols; ++i) s += std::fabs(static_cast<double>(wf[i]) * xf[i]);
+  return s;
+}
+
+class KernelLevel : public ::testing::TestWithParam<SimdLevel> {};
+
+TEST_P(KernelLevel, QuantTilesMatchScalar) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  const KernelTable& ref = scalar_kernel_table();
+  constexpr int kRows = 7;  // odd: partial tiles of every height
+  for (const Format& f : kFormats) {
+    for (int64_t nb : {1, 2, 3, 18, 49}) {
+      const int64_t cols = nb * 32;
+      const auto w = make_weights(f.type, kRows, cols, static_cast<uint32_t>(nb * 13 + 1));
+      const auto x = make_activations(kMaxTileX, cols, static_cast<uint32_t>(nb * 17 + 2));
+      const size_t row_bytes = dtype_row_bytes(f.type, cols);
+      for (int nw = 1; nw <= kMaxTileW; ++nw) {
+        for (int nx = 1; nx <= kMaxTileX; ++nx) {
+          for (int w0 : {0, kRows - nw}) {  // first rows and last rows (reads end at the buffer's end)
+            float want[kMaxTileX][kMaxTileW], got[kMaxTileX][kMaxTileW];
+            (ref.*f.tile)(w.data() + w0 * row_bytes, row_bytes, nw, x.data(), nb, nx, nb, &want[0][0], kMaxTileW);
+            (simd.*f.tile)(w.data() + w0 * row_bytes, row_bytes, nw, x.data(), nb, nx, nb, &got[0][0], kMaxTileW);
+            for (int xi = 0; xi < nx; ++xi) {
+              for (int wi = 0; wi < nw; ++wi) {
+                const double tol = 1e-5 * abs_dot(f.type, w.data() + (w0 + wi) * row_bytes, x.data() + xi * nb, cols) + 1e-6;
+                EXPECT_NEAR(got[xi][wi], want[xi][wi], tol)
+                    << f.name << " nb=" << nb << " tile " << nw << "x" << nx << " w0=" << w0 << " at (" << xi << "," << wi << ")";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// With every scale 1 and no minimum the result is the integer sum itself,
+// which is small enough (< 2^24) to be exact in f32: any lost or saturated
+// product shows up as an inexact value.
+TEST_P(KernelLevel, IntegerSumsExact) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  constexpr int64_t nb = 9;
+  constexpr uint16_t kOne = 0x3C00;
+  auto bytes = random_bytes(nb * 36 * 2, 99);
+  std::vector<BlockQ8_1> x(nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    x[b].d = kOne;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      int v = static_cast<int8_t>(bytes[b * 32 + j]);
+      if (v == -128) v = -127;  // the quantizer never produces -128
+      if (b == 0) v = (j % 2) ? -127 : 127;  // extremes: the saturation-prone case
+      x[b].qs[j] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    x[b].s = f32_to_f16(static_cast<float>(sum));  // only meets m = 0 below: adds nothing
+  }
+  std::vector<BlockQ8_0> w8(nb);
+  std::vector<BlockQ4_0> w40(nb);
+  std::vector<BlockQ4_1> w41(nb);
+  int64_t want8 = 0, want40 = 0, want41 = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    w8[b].d = w40[b].d = w41[b].d = kOne;
+    w41[b].m = 0;
+    for (int j = 0; j < 32; ++j) {
+      int v = static_cast<int8_t>(bytes[nb * 36 + b * 32 + j]);
+      if (v == -128) v = -127;
+      if (b == 0) v = (j % 3) ? 127 : -127;
+      w8[b].qs[j] = static_cast<int8_t>(v);
+      want8 += v * x[b].qs[j];
+    }
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t q = (b == 0) ? 0xF0 : bytes[b * 16 + j + 7];  // block 0: 0 and 15
+      w40[b].qs[j] = w41[b].qs[j] = q;
+      want40 += ((q & 15) - 8) * x[b].qs[j] + ((q >> 4) - 8) * x[b].qs[j + 16];
+      want41 += (q & 15) * x[b].qs[j] + (q >> 4) * x[b].qs[j + 16];
+    }
+  }
+  float y = 0;
+  simd.q8_0(w8.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);
+  EXPECT_EQ(y, static_cast<float>(want8));
+  simd.q4_0(w40.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);
+  EXPECT_EQ(y, static_cast<float>(want40));
+  simd.q4_1(w41.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);  // m = 0: the s term adds nothing
+  EXPECT_EQ(y, static_cast<float>(want41));
+}
+
+TEST_P(KernelLevel, FloatDotsMatchScalar) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  const KernelTable& ref = scalar_kernel_table();
+  for (int64_t n : {1, 7, 16, 31, 32, 33, 100, 576}) {
+    const auto w = random_floats(n, static_cast<uint32_t>(n), 1.0f);
+    const auto x = random_floats(n, static_cast<uint32_t>(n + 1000), 1.0f);
+    std::vector<uint16_t> h(n), bf(n);
+    double abs_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      h[i] = f32_to_f16(w[i]);
+      bf[i] = f32_to_bf16(w[i]);
+      abs_sum += std::fabs(w[i] * x[i]) * 1.01;  // f16/bf16 rounding changes |w| by < 1%
+    }
+    const double tol = 1e-5 * abs_sum + 1e-7;
+    EXPECT_NEAR(simd.f32(w.data(), x.data(), n), ref.f32(w.data(), x.data(), n), tol) << "f32 n=" << n;
+    EXPECT_NEAR(simd.f16(h.data(), x.data(), n), ref.f16(h.data(), x.data(), n), tol) << "f16 n=" << n;
+    EXPECT_NEAR(simd.bf16(bf.data(), x.data(), n), ref.bf16(bf.data(), x.data(), n), tol) << "bf16 n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, KernelLevel, ::testing::ValuesIn(testing::all_levels()),
+                         testing::level_param_name);
+
+TEST(Dispatch, BestLevelIsSupportedAndForcingWorks) {
+  const SimdLevel best = best_simd_level();
+  EXPECT_TRUE(cpu_supports(best));
+  EXPECT_TRUE(cpu_supports(SimdLevel::scalar));
+  ASSERT_TRUE(force_simd_level(SimdLevel::scalar));
+  EXPECT_EQ(active_kernels().level, SimdLevel::scalar);
+  ASSERT_TRUE(force_simd_level(best));
+  EXPECT_EQ(active_kernels().level, best);
+  std::printf("[ info ] best SIMD level on this CPU: %s\n", simd_level_name(best));
+}
+
+}  // namespace
+}  // namespace tessera::ggml

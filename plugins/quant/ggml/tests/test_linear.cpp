@@ -1,0 +1,178 @@
+// The Linear drivers (decode n = 1, prefill n = 5 and 17) against a plain f32
+// product of the dequantized weights with the unquantized activations.
+//
+// Tolerance for the quantized formats: activations are quantized per block of
+// 32 to x' = d16 * q with |x - x'| <= d/2 + 127 * d * 2^-11 <= 0.6 * d, so
+// |y - y_ref| <= sum_i |w_i| * 0.6 * d(block of i), plus the f16 rounding of
+// s in Q4_1's m * s term (|m * s| * 2^-11 per block), plus f32 summation
+// (1e-5 * sum |w_i x_i|). The bound is computed per output from the data.
+// Float formats: 1e-5 * sum |w_i x_i| (summation order only).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "float_linear.hpp"
+#include "quant_linear.hpp"
+#include "reference.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_bytes;
+using testing::random_floats;
+
+bool is_quantized_domain(DType t) { return t == DType::q4_0 || t == DType::q4_1 || t == DType::q8_0; }
+
+// Weight bytes for [rows, cols] of `type`. Q4_0/Q4_1/Q8_0 come from the
+// reference quantizer; K-quants are random bytes with sane super-block scales;
+// floats are converted from random values.
+std::vector<uint8_t> make_weight_bytes(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const size_t row_bytes = dtype_row_bytes(type, cols);
+  std::vector<uint8_t> w(rows * row_bytes);
+  const auto f = random_floats(rows * cols, seed, 0.5f);
+  auto bytes = random_bytes(w.size(), seed + 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* dst = w.data() + r * row_bytes;
+    const float* src = f.data() + r * cols;
+    switch (type) {
+      case DType::q4_0: quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols); break;
+      case DType::q4_1: quantize_row_q4_1(src, reinterpret_cast<BlockQ4_1*>(dst), cols); break;
+      case DType::q8_0: quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols); break;
+      case DType::f32: std::memcpy(dst, src, row_bytes); break;
+      case DType::f16:
+        for (int64_t i = 0; i < cols; ++i) reinterpret_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+        break;
+      case DType::bf16:
+        for (int64_t i = 0; i < cols; ++i) reinterpret_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+        break;
+      case DType::q4_k:
+      case DType::q5_k:
+      case DType::q6_k: {
+        std::memcpy(dst, bytes.data() + r * row_bytes, row_bytes);
+        const size_t block_bytes = dtype_info(type).block_bytes;
+        for (int64_t b = 0; b < cols / 256; ++b) {
+          uint8_t* blk = dst + b * block_bytes;
+          const uint16_t d = f32_to_f16(0.01f), dmin = f32_to_f16(0.005f);
+          if (type == DType::q6_k) {
+            std::memcpy(blk + 208, &d, 2);
+          } else {
+            std::memcpy(blk, &d, 2);
+            std::memcpy(blk + 2, &dmin, 2);
+          }
+        }
+        break;
+      }
+      default: ADD_FAILURE() << "no generator for " << dtype_name(type);
+    }
+  }
+  return w;
+}
+
+std::unique_ptr<Linear> make(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
+                             std::vector<float> bias) {
+  if (is_quantized_domain(type)) return std::make_unique<QuantLinear>(w.data(), type, out, in, std::move(bias));
+  return std::make_unique<FloatLinear>(w.data(), type, out, in, std::move(bias));
+}
+
+struct Case {
+  DType type;
+  int64_t in;
+};
+
+class LinearLevel : public ::testing::TestWithParam<SimdLevel> {};
+
+TEST_P(LinearLevel, ForwardMatchesF32Reference) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  testing::ScopedLevel level(GetParam());
+  ASSERT_TRUE(level.ok());
+  const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::f32, 72},
+                        {DType::f16, 200},  {DType::bf16, 64},  {DType::q4_k, 512}, {DType::q5_k, 256},
+                        {DType::q6_k, 256}};
+  constexpr int64_t kOut = 67;  // not a multiple of the tile height; with in = 576 Q4_1 it goes parallel
+  for (const Case& c : cases) {
+    const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
+    std::vector<float> wf(kOut * c.in);
+    for (int64_t r = 0; r < kOut; ++r)
+      ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
+    const auto bias = random_floats(kOut, 7);
+    auto linear = make(c.type, w, kOut, c.in, bias);
+    ASSERT_EQ(linear->weight_bytes(), kOut * dtype_row_bytes(c.type, c.in));
+    for (int64_t n : {1, 5, 17}) {
+      const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 31 + c.in), 1.5f);
+      std::vector<float> y(n * kOut, NAN);
+      ASSERT_TRUE(linear->forward(x.data(), y.data(), n).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        const float* xr = x.data() + i * c.in;
+        // Per-block activation step d = max|x| / 127 over the block.
+        std::vector<float> step(c.in / 32);
+        for (int64_t b = 0; b < c.in / 32; ++b) {
+          float amax = 0;
+          for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[b * 32 + j]));
+          step[b] = amax / 127.0f;
+        }
+        for (int64_t r = 0; r < kOut; ++r) {
+          const float* wr = wf.data() + r * c.in;
+          double ref = bias[r], abs_sum = 0, quant_bound = 0;
+          for (int64_t k = 0; k < c.in; ++k) {
+            ref += static_cast<double>(wr[k]) * xr[k];
+            abs_sum += std::fabs(static_cast<double>(wr[k]) * xr[k]);
+            quant_bound += std::fabs(wr[k]) * 0.6 * step[k / 32];
+          }
+          double tol = 1e-5 * abs_sum + 1e-5;
+          if (is_quantized_domain(c.type)) {
+            tol += quant_bound;
+            if (c.type == DType::q4_1) {
+              const auto* blocks = reinterpret_cast<const BlockQ4_1*>(w.data() + r * dtype_row_bytes(c.type, c.in));
+              for (int64_t b = 0; b < c.in / 32; ++b) {
+                double xs = 0;
+                for (int j = 0; j < 32; ++j) xs += std::fabs(xr[b * 32 + j]);
+                tol += std::fabs(f16_to_f32(blocks[b].m)) * xs * (2.0 / 2048.0);
+              }
+            }
+          }
+          ASSERT_NEAR(y[i * kOut + r], ref, tol)
+              << dtype_name(c.type) << " in=" << c.in << " n=" << n << " row " << i << " out " << r;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, LinearLevel, ::testing::ValuesIn(testing::all_levels()),
+                         testing::level_param_name);
+
+// Each output is computed by one thread with the same tiles whatever the
+// thread count, so results are bit-identical.
+TEST(Linear, ThreadCountDoesNotChangeResults) {
+  constexpr int64_t kOut = 203, kIn = 1536;
+  const auto w = make_weight_bytes(DType::q4_1, kOut, kIn, 5);
+  QuantLinear linear(w.data(), DType::q4_1, kOut, kIn, {});
+  for (int64_t n : {1, 9}) {
+    const auto x = random_floats(n * kIn, 11);
+    std::vector<float> y1(n * kOut), y2(n * kOut);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    ASSERT_TRUE(linear.forward(x.data(), y1.data(), n).ok());
+    omp_set_num_threads(2);
+    ASSERT_TRUE(linear.forward(x.data(), y2.data(), n).ok());
+    omp_set_num_threads(saved);
+    for (int64_t i = 0; i < n * kOut; ++i) ASSERT_EQ(y1[i], y2[i]) << "n=" << n << " at " << i;
+  }
+}
+
+TEST(Linear, RejectsBadCalls) {
+  const auto w = make_weight_bytes(DType::q8_0, 4, 32, 1);
+  QuantLinear linear(w.data(), DType::q8_0, 4, 32, {});
+  std::vector<float> x(32), y(4);
+  EXPECT_EQ(linear.forward(nullptr, y.data(), 1).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(linear.forward(x.data(), y.data(), -1).code(), StatusCode::invalid_argument);
+  EXPECT_TRUE(linear.forward(x.data(), y.data(), 0).ok());
+}
+
+}  // namespace
+}  // namespace tessera::ggml

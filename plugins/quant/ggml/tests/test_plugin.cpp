@@ -1,0 +1,117 @@
+// The built plugin library, loaded the way the core loads it: one entry,
+// ABI version, formats, make_linear and dequantize_rows with their errors.
+#include <gtest/gtest.h>
+
+#include <boost/dll/shared_library.hpp>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "reference.hpp"
+#include "tessera/quantizer.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::filesystem::path path = std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR) / "libtessera_quant_ggml.so";
+    ASSERT_TRUE(std::filesystem::exists(path)) << "plugin not built at " << path;
+    lib_ = std::make_unique<boost::dll::shared_library>(path.string());
+    ASSERT_TRUE(lib_->has("tessera_plugin_entry"));
+    auto entry = lib_->get_alias<PluginEntryFn>("tessera_plugin_entry");
+    const PluginLibrary* library = entry();
+    ASSERT_EQ(library->abi_major, kAbiMajor);
+    ASSERT_EQ(library->plugin_count, 1u);
+    info_ = &library->plugins[0];
+    std::string error;
+    PluginObject* obj = info_->create(ParamValues{}, &error);
+    ASSERT_NE(obj, nullptr) << error;
+    quantizer_.reset(static_cast<Quantizer*>(obj));
+  }
+  void TearDown() override { quantizer_.reset(); }  // objects die before the library is released
+
+  std::unique_ptr<boost::dll::shared_library> lib_;
+  const PluginInfo* info_ = nullptr;
+  std::unique_ptr<Quantizer> quantizer_;
+};
+
+TensorRef make_ref(const char* name, DType type, const char* format, int64_t rows, int64_t cols, const void* data) {
+  TensorRef t;
+  t.name = name;
+  t.dtype = type;
+  t.format = format;
+  t.ndim = 2;
+  t.shape = {rows, cols, 0, 0};
+  t.data = data;
+  t.nbytes = static_cast<uint64_t>(rows) * dtype_row_bytes(type, cols);
+  return t;
+}
+
+TEST_F(PluginTest, Describes) {
+  EXPECT_EQ(info_->family, PluginFamily::quant);
+  EXPECT_STREQ(info_->name, "ggml");
+  const std::vector<std::string> want = {"f32",       "f16",       "bf16",      "ggml.q4_0", "ggml.q4_1",
+                                         "ggml.q8_0", "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
+  EXPECT_EQ(quantizer_->formats(), want);
+}
+
+TEST_F(PluginTest, LinearAndDequantizeRows) {
+  constexpr int64_t kOut = 10, kIn = 64;
+  const auto f = testing::random_floats(kOut * kIn, 3);
+  std::vector<BlockQ8_0> w(kOut * kIn / 32);
+  quantize_row_q8_0(f.data(), w.data(), kOut * kIn);
+  const TensorRef weight = make_ref("blk.0.attn_q.weight", DType::q8_0, "ggml.q8_0", kOut, kIn, w.data());
+  std::vector<float> bias_values(kOut, 0.25f);
+  TensorRef bias = make_ref("blk.0.attn_q.bias", DType::f32, "f32", 1, kOut, bias_values.data());
+  bias.ndim = 1;
+  bias.shape = {kOut, 0, 0, 0};
+
+  auto linear = quantizer_->make_linear(weight, &bias);
+  ASSERT_TRUE(linear.ok()) << linear.status().message();
+  std::vector<float> x(kIn, 0.0f), y(kOut);
+  // One nonzero, 127 * 2^-7: its Q8_1 scale 2^-7 is exact in f16, so x is
+  // represented exactly and y = 0.9921875 * (column 0 of W) + bias.
+  constexpr float kX = 127.0f / 128.0f;
+  x[0] = kX;
+  ASSERT_TRUE((*linear)->forward(x.data(), y.data(), 1).ok());
+  std::vector<float> rows(3 * kIn);
+  ASSERT_TRUE(quantizer_->dequantize_rows(weight, 2, 3, rows.data()).ok());
+  std::vector<float> all(kOut * kIn);
+  dequantize_row_q8_0(w.data(), all.data(), kOut * kIn);
+  for (int64_t i = 0; i < 3 * kIn; ++i) EXPECT_EQ(rows[i], all[2 * kIn + i]);
+  for (int64_t r = 0; r < kOut; ++r) EXPECT_NEAR(y[r], kX * all[r * kIn] + 0.25f, 1e-6f);
+}
+
+TEST_F(PluginTest, ErrorsNameTheTensor) {
+  std::vector<uint8_t> bytes(1000);
+  TensorRef bad = make_ref("blk.3.ffn_up.weight", DType::q4_1, "ggml.q4_1", 4, 64, bytes.data());
+  bad.nbytes -= 1;
+  auto r = quantizer_->make_linear(bad, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::corrupt_data);
+  EXPECT_NE(r.status().message().find("blk.3.ffn_up.weight"), std::string::npos) << r.status().message();
+
+  TensorRef ragged = make_ref("ragged", DType::q4_1, "ggml.q4_1", 4, 48, bytes.data());
+  EXPECT_EQ(quantizer_->make_linear(ragged, nullptr).status().code(), StatusCode::corrupt_data);
+
+  TensorRef unknown = make_ref("odd", DType::q4_1, "gptq", 4, 64, bytes.data());
+  EXPECT_EQ(quantizer_->make_linear(unknown, nullptr).status().code(), StatusCode::unsupported);
+
+  TensorRef mismatch = make_ref("mism", DType::q8_0, "ggml.q4_1", 4, 64, bytes.data());
+  EXPECT_EQ(quantizer_->make_linear(mismatch, nullptr).status().code(), StatusCode::corrupt_data);
+
+  TensorRef ok = make_ref("ok", DType::q4_1, "ggml.q4_1", 4, 64, bytes.data());
+  std::vector<float> out(64 * 4);
+  EXPECT_EQ(quantizer_->dequantize_rows(ok, 3, 2, out.data()).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(quantizer_->dequantize_rows(ok, -1, 1, out.data()).code(), StatusCode::invalid_argument);
+  TensorRef huge = ok;
+  huge.shape = {int64_t{1} << 40, int64_t{1} << 40, 0, 0};
+  EXPECT_EQ(quantizer_->dequantize_rows(huge, 0, 1, out.data()).code(), StatusCode::corrupt_data);
+}
+
+}  // namespace
+}  // namespace tessera::ggml

@@ -1,0 +1,112 @@
+// Quantize -> dequantize round trips stay within each format's error bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_floats;
+
+constexpr int64_t kN = 32 * 40;
+
+// f16 keeps 11 significant bits: a stored scale is off by at most 2^-11 relative.
+constexpr float kF16Rel = 1.0f / 2048.0f;
+
+TEST(Quantize, Q4_0WithinOneStep) {
+  const auto x = random_floats(kN, 1);
+  std::vector<BlockQ4_0> q(kN / 32);
+  std::vector<float> y(kN);
+  quantize_row_q4_0(x.data(), q.data(), kN);
+  dequantize_row_q4_0(q.data(), y.data(), kN);
+  for (int64_t b = 0; b < kN / 32; ++b) {
+    const float d = std::fabs(f16_to_f32(q[b].d));
+    for (int j = 0; j < 32; ++j) {
+      const int64_t i = b * 32 + j;
+      // Half a step from rounding; a full step where the side opposite the
+      // largest magnitude is clamped at +7 (ggml's asymmetric choice).
+      EXPECT_LE(std::fabs(y[i] - x[i]), d * (1.0f + 8 * kF16Rel)) << i;
+    }
+  }
+}
+
+TEST(Quantize, Q4_1WithinHalfStep) {
+  const auto x = random_floats(kN, 2);
+  std::vector<BlockQ4_1> q(kN / 32);
+  std::vector<float> y(kN);
+  quantize_row_q4_1(x.data(), q.data(), kN);
+  dequantize_row_q4_1(q.data(), y.data(), kN);
+  for (int64_t b = 0; b < kN / 32; ++b) {
+    const float d = f16_to_f32(q[b].d), m = f16_to_f32(q[b].m);
+    const float bound = 0.5f * d + (std::fabs(m) + 15 * d) * kF16Rel;
+    for (int j = 0; j < 32; ++j) EXPECT_LE(std::fabs(y[b * 32 + j] - x[b * 32 + j]), bound) << b * 32 + j;
+  }
+}
+
+TEST(Quantize, Q8_0AndQ8_1WithinHalfStep) {
+  const auto x = random_floats(kN, 3);
+  std::vector<BlockQ8_0> q0(kN / 32);
+  std::vector<BlockQ8_1> q1(kN / 32);
+  std::vector<float> y0(kN), y1(kN);
+  quantize_row_q8_0(x.data(), q0.data(), kN);
+  quantize_row_q8_1(x.data(), q1.data(), kN);
+  dequantize_row_q8_0(q0.data(), y0.data(), kN);
+  dequantize_row_q8_1(q1.data(), y1.data(), kN);
+  for (int64_t b = 0; b < kN / 32; ++b) {
+    const float d = f16_to_f32(q0[b].d);
+    const float bound = 0.5f * d + 127 * d * kF16Rel;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int64_t i = b * 32 + j;
+      EXPECT_LE(std::fabs(y0[i] - x[i]), bound) << i;
+      EXPECT_EQ(y0[i], y1[i]) << i;  // same d and q
+      sum += q1[b].qs[j];
+    }
+    // s = d * sum(q), rounded once to f16.
+    const float s_exact = f16_to_f32(q1[b].d) * static_cast<float>(sum);
+    EXPECT_NEAR(f16_to_f32(q1[b].s), s_exact, std::fabs(s_exact) * kF16Rel + 1e-7f) << b;
+  }
+}
+
+TEST(Quantize, AllZeroBlockIsExact) {
+  std::vector<float> x(64, 0.0f), y(64, 1.0f);
+  std::vector<BlockQ4_1> q(2);
+  quantize_row_q4_1(x.data(), q.data(), 64);
+  dequantize_row_q4_1(q.data(), y.data(), 64);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  std::vector<BlockQ8_1> a(2);
+  quantize_row_q8_1(x.data(), a.data(), 64);
+  EXPECT_EQ(f16_to_f32(a[0].d), 0.0f);
+  EXPECT_EQ(f16_to_f32(a[1].s), 0.0f);
+}
+
+// The SIMD activation quantizers are bit-identical to the scalar one.
+class QuantizeLevel : public ::testing::TestWithParam<SimdLevel> {};
+
+TEST_P(QuantizeLevel, Q8_1MatchesScalarBitForBit) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable* k = kernels_for(GetParam());
+  ASSERT_NE(k, nullptr);
+  auto x = random_floats(kN, 4, 3.0f);
+  x[7] = 0.0f;
+  x[40] = 1e-30f;  // subnormal-scale block neighbours
+  for (int j = 64; j < 96; ++j) x[j] = 0.0f;  // an all-zero block
+  std::vector<BlockQ8_1> want(kN / 32), got(kN / 32);
+  quantize_row_q8_1(x.data(), want.data(), kN);
+  k->quantize_q8_1(x.data(), got.data(), kN);
+  for (int64_t b = 0; b < kN / 32; ++b) {
+    EXPECT_EQ(got[b].d, want[b].d) << "block " << b;
+    EXPECT_EQ(got[b].s, want[b].s) << "block " << b;
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(got[b].qs[j], want[b].qs[j]) << "block " << b << " element " << j;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, QuantizeLevel, ::testing::ValuesIn(testing::all_levels()),
+                         testing::level_param_name);
+
+}  // namespace
+}  // namespace tessera::ggml

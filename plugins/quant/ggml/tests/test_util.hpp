@@ -1,0 +1,59 @@
+// test_util.hpp: shared helpers for the ggml plugin tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "blocks.hpp"
+#include "kernels.hpp"
+#include "tessera/half.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera::ggml::testing {
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+// Every SIMD level, for parametrized tests; the test skips levels this CPU lacks.
+inline std::vector<SimdLevel> all_levels() {
+  return {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vnni};
+}
+
+inline std::string level_param_name(const ::testing::TestParamInfo<SimdLevel>& info) {
+  return simd_level_name(info.param);
+}
+
+// Forces a SIMD level for the lifetime of the object, restoring the best one after.
+class ScopedLevel {
+ public:
+  explicit ScopedLevel(SimdLevel level) : ok_(force_simd_level(level)) {}
+  ~ScopedLevel() { (void)force_simd_level(best_simd_level()); }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_;
+};
+
+}  // namespace tessera::ggml::testing
+
+// Skip (with the reason printed) a level the CPU cannot run.
+#define TESSERA_SKIP_IF_UNSUPPORTED(level)                                                   \
+  do {                                                                                       \
+    if (!::tessera::ggml::cpu_supports(level))                                               \
+      GTEST_SKIP() << "this CPU lacks " << ::tessera::ggml::simd_level_name(level);          \
+  } while (0)
