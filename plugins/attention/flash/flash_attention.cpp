@@ -120,17 +120,25 @@ Status FlashAttention::forward(const AttentionArgs& a) noexcept {
     const int32_t group = a.n_head / a.n_kv_head;
 
     std::vector<WorkItem> items;
+    double multiply_adds = 0.0;  // scores and weighted sums of the whole call, to size the team
     for (size_t s = 0; s < a.seqs.size(); ++s) {
-      for (int32_t begin = 0; begin < a.seqs[s].n_query; begin += query_rows_) {
-        const int32_t end = std::min(a.seqs[s].n_query, begin + query_rows_);
+      const AttentionSeq& seq = a.seqs[s];
+      for (int32_t begin = 0; begin < seq.n_query; begin += query_rows_) {
+        const int32_t end = std::min(seq.n_query, begin + query_rows_);
         for (int32_t h = 0; h < a.n_kv_head; ++h) items.push_back({static_cast<int32_t>(s), h, begin, end});
+        multiply_adds += 2.0 * a.n_head * a.head_dim * (end - begin) * (static_cast<double>(seq.n_past) + end);
       }
     }
     if (items.empty()) return Status::Ok();
 
     const int64_t max_vec = static_cast<int64_t>(query_rows_) * group;
     const size_t per_thread = scratch_floats(max_vec, a.head_dim, tile_);
-    const int n_threads = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(items.size())));
+    // Waking a thread team costs microseconds; below ~1M multiply-adds (a short
+    // decode) one thread finishes sooner than the team would start.
+    constexpr double kParallelThreshold = 1 << 20;
+    const int n_threads = multiply_adds < kParallelThreshold
+                              ? 1
+                              : std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(items.size())));
     std::vector<float> scratch(per_thread * static_cast<size_t>(n_threads));
     const int64_t n_items = static_cast<int64_t>(items.size());
 
