@@ -1,0 +1,69 @@
+// model/model_file.hpp: the weight store: a GGUF file or a Hugging Face
+// safetensors folder presented as one tessera::WeightStore.
+//
+// Tensors appear under normalized (GGUF-style) names with row-major shapes
+// (GGUF's ne[] reversed) and a storage `format` ("f32", "f16", "bf16", "i8",
+// "i32", "u8", "ggml.q4_0", "ggml.q4_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
+// "ggml.q6_k", ...). The data stays in the memory-mapped files, which live as
+// long as the ModelFile.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gguf.hpp"
+#include "model/safetensors.hpp"
+#include "tessera/status.hpp"
+#include "tessera/weights.hpp"
+
+namespace tessera {
+
+// The `format` string of a stored dtype: plain types by name, ggml block types as "ggml.<name>".
+std::string storage_format(DType dtype);
+
+class ModelFile : public WeightStore {
+ public:
+  enum class Kind { gguf, safetensors };
+
+  const ModelHParams& hparams() const override { return hparams_; }
+  const TensorRef* find(std::string_view name) const override;
+  std::vector<const TensorRef*> tensors() const override;
+  const std::string& source() const override { return source_; }
+
+  Kind kind() const { return kind_; }
+  // The GGUF file (tokenizer, chat template, raw metadata); nullptr for safetensors.
+  const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
+  // For a safetensors folder: tokenizer.json / tokenizer_config.json paths, "" when absent.
+  const std::string& tokenizer_json_path() const { return tokenizer_json_; }
+  const std::string& tokenizer_config_path() const { return tokenizer_config_; }
+
+ private:
+  friend class ModelFileBuilder;
+  Status add(TensorRef ref);
+
+  Kind kind_ = Kind::gguf;
+  std::string source_;
+  ModelHParams hparams_;
+  std::vector<TensorRef> tensors_;  // file order
+  std::map<std::string, size_t, std::less<>> index_;
+  std::shared_ptr<const GgufFile> gguf_;
+  std::vector<std::shared_ptr<SafetensorsFile>> shards_;
+  std::string tokenizer_json_;
+  std::string tokenizer_config_;
+};
+
+// Opens a .gguf file or a safetensors folder (config.json + model.safetensors or
+// sharded model-*.safetensors with model.safetensors.index.json), maps the data,
+// normalizes names and hyper-parameters, and runs validate_against_hparams.
+Result<std::shared_ptr<ModelFile>> open_model(const std::string& path);
+
+// Consistency of tensors and hyper-parameters: each tensor's byte size matches
+// its shape and dtype; token_embd.weight is [vocab_size, embedding_length];
+// output.weight, when present, is [vocab_size, embedding_length]. Messages name
+// the source and both numbers.
+Status validate_against_hparams(const WeightStore& store);
+
+}  // namespace tessera
