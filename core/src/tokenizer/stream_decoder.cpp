@@ -8,11 +8,16 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 }
 
 std::string StreamDecoder::push(int32_t id) {
-  const int32_t ids[1] = {id};
-  // decode() of one id applies the same rules as a whole decode, including the
-  // SPM leading-space removal, which only the first text piece may get.
-  std::string piece = at_start_ ? tok_->decode(ids, render_special_) : tok_->token_to_piece(id, render_special_);
-  if (!piece.empty()) at_start_ = false;
+  std::string piece = tok_->token_to_piece(id, render_special_);
+  if (piece.empty()) return {};
+  if (at_start_) {
+    // decode() of one id applies the same rules as a whole decode, including
+    // the SPM leading-space removal that only the first non-empty piece gets
+    // (even when nothing is left of it afterwards).
+    const int32_t ids[1] = {id};
+    piece = tok_->decode(ids, render_special_);
+    at_start_ = false;
+  }
   pending_ += piece;
   return take_complete();
 }

@@ -39,6 +39,19 @@ TEST(StreamDecoder, RemovesOnlyTheFirstPrefixSpace) {
   EXPECT_EQ(text, "a a");
 }
 
+TEST(StreamDecoder, FirstPieceThatIsOnlyTheSpaceIsConsumed) {
+  // " a" encodes as ▁ ▁ a: the first ▁ loses its space and leaves nothing, and
+  // the second one must keep its space (found by fuzzing).
+  const Tokenizer tok = spm();
+  const auto ids = tok.encode(" a", false);
+  ASSERT_EQ(ids.size(), 3u);
+  StreamDecoder d(tok);
+  std::string text;
+  for (auto id : ids) text += d.push(id);
+  EXPECT_EQ(text + d.flush(), " a");
+  EXPECT_EQ(tok.decode(ids), " a");
+}
+
 TEST(StreamDecoder, UnfinishedCharacterBecomesReplacementAtFlush) {
   const Tokenizer tok = spm();
   StreamDecoder d(tok);
