@@ -1,6 +1,8 @@
 // ggml tensor type ids and GGUF metadata value types: names and the mapping onto DType.
 #include "model/gguf.hpp"
 
+#include <charconv>
+
 namespace tessera {
 
 std::string_view gguf_type_name(GgufType t) {
@@ -66,7 +68,15 @@ std::optional<int64_t> GgufValue::as_int() const {
 }
 
 std::optional<double> GgufValue::as_float() const {
-  if (auto* f = std::get_if<float>(&value)) return *f;
+  // An f32 becomes the double nearest its shortest decimal form, so 1e-5 stored
+  // as f32 reads back as 1e-5 rather than 9.99999974e-06.
+  if (auto* f = std::get_if<float>(&value)) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), *f);
+    double d = *f;
+    std::from_chars(buf, r.ptr, d);
+    return d;
+  }
   if (auto* d = std::get_if<double>(&value)) return *d;
   if (auto* u = std::get_if<uint64_t>(&value)) return static_cast<double>(*u);
   if (auto i = as_int()) return static_cast<double>(*i);

@@ -56,12 +56,14 @@ TEST(GgufRoundTrip, EveryMetadataType) {
   nested.items.emplace_back(GgufArray{GgufType::u8, {}});
   w.set("k.nested", nested);
   w.set("k.u32", uint32_t{7});  // replacing keeps one entry
+  w.set("k.eps", 1e-5f);
 
   auto r = parse(w.to_bytes());
   ASSERT_TRUE(r.ok()) << r.status().message();
   const GgufFile& f = *r.value();
   EXPECT_EQ(f.version(), 3u);
-  EXPECT_EQ(f.metadata().size(), 16u);
+  EXPECT_EQ(f.metadata().size(), 17u);
+  EXPECT_EQ(f.get_float("k.eps"), 1e-5) << "an f32 reads back as its shortest decimal";
   EXPECT_EQ(f.find("k.u8")->type(), GgufType::u8);
   EXPECT_EQ(f.get_int("k.u8"), 200);
   EXPECT_EQ(f.get_int("k.i8"), -100);
