@@ -74,6 +74,31 @@ struct BlockQ6K {
   uint16_t d;
 };
 
+// Repacked layouts (ours, not ggml's): the same block of 8 consecutive rows,
+// interleaved so that one 32-byte load holds 4 consecutive quants of each of
+// the 8 rows. A SIMD kernel then keeps row r in i32 lane r and multiplies by a
+// broadcast group of 4 activation quants (vpdpbusd / vpmaddubsw), with no
+// horizontal sums and the 8 rows' scales loaded by one vector load.
+// A matrix of R rows (R a multiple of 8) is R / 8 groups, each group nb
+// consecutive repacked blocks. Same byte count as the ggml layout.
+inline constexpr int kRepackRows = 8;
+
+// Chunk k (0..3) of qs: bytes 4r..4r+3 are bytes 4k..4k+3 of row r's ggml qs,
+// i.e. quants 4k..4k+3 (low nibbles) and 16+4k..16+4k+3 (high nibbles).
+struct BlockQ4_1x8 {
+  uint16_t d[kRepackRows];
+  uint16_t m[kRepackRows];
+  uint8_t qs[kRepackRows * kBlock / 2];
+};
+
+// Chunk k (0..7) of qs: bytes 4r..4r+3 are quants 4k..4k+3 of row r.
+struct BlockQ8_0x8 {
+  uint16_t d[kRepackRows];
+  int8_t qs[kRepackRows * kBlock];
+};
+
+static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
+static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0));
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ8_0) == 34);

@@ -39,6 +39,11 @@ using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 
+// Repacked 8-row group (blocks.hpp: BlockQ4_1x8, BlockQ8_0x8) of nb blocks: for
+// xi < nx <= kMaxTileX and r < 8, y[xi * y_stride + r] = dot(row r, activation row xi).
+using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx,
+                              float* y, size_t y_stride);
+
 struct KernelTable {
   SimdLevel level;
   const char* name;
@@ -50,6 +55,8 @@ struct KernelTable {
   FloatDotFn f32;
   FloatDotFn f16;
   FloatDotFn bf16;
+  RepackTileFn q4_1x8;
+  RepackTileFn q8_0x8;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -267,10 +267,12 @@ float dot_half(const void* w, const float* x, int64_t n) {
   return hsum(_mm512_add_ps(acc0, acc1));
 }
 
+#include "kernels_repack_impl.hpp"
+
 const KernelTable& make_table(SimdLevel level, const char* name) {
   static const KernelTable table{
       level, name, kMaxTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
-      &dot_f32, &dot_half<f16x16>, &dot_half<bf16x16>,
+      &dot_f32, &dot_half<f16x16>, &dot_half<bf16x16>, repack::q4_1x8, repack::q8_0x8,
   };
   return table;
 }

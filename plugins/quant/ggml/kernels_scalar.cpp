@@ -70,6 +70,48 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
   return sum;
 }
 
+// Repacked groups, read straight from the layout described in blocks.hpp.
+void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx, float* y,
+            size_t y_stride) {
+  const auto* w = static_cast<const BlockQ4_1x8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    for (int r = 0; r < kRepackRows; ++r) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_1& xb = x[xi * x_row_blocks + b];
+        int isum = 0;
+        for (int k = 0; k < 4; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = w[b].qs[32 * k + 4 * r + i];
+            isum += (byte & 0x0F) * xb.qs[4 * k + i] + (byte >> 4) * xb.qs[16 + 4 * k + i];
+          }
+        }
+        sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum) +
+               f16_to_f32(w[b].m[r]) * f16_to_f32(xb.s);
+      }
+      y[xi * y_stride + r] = sum;
+    }
+  }
+}
+
+void q8_0x8(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx, float* y,
+            size_t y_stride) {
+  const auto* w = static_cast<const BlockQ8_0x8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    for (int r = 0; r < kRepackRows; ++r) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_1& xb = x[xi * x_row_blocks + b];
+        int isum = 0;
+        for (int k = 0; k < 8; ++k)
+          for (int i = 0; i < 4; ++i) isum += w[b].qs[32 * k + 4 * r + i] * xb.qs[4 * k + i];
+        sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum);
+      }
+      y[xi * y_stride + r] = sum;
+    }
+  }
+}
+
 }  // namespace
 
 const KernelTable& scalar_kernel_table() {
@@ -84,6 +126,8 @@ const KernelTable& scalar_kernel_table() {
       &dot_f32,
       &dot_f16,
       &dot_bf16,
+      &q4_1x8,
+      &q8_0x8,
   };
   return table;
 }

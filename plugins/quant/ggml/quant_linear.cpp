@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels.hpp"
+#include "repack.hpp"
 #include "row_split.hpp"
 
 namespace tessera::ggml {
@@ -32,21 +33,47 @@ QuantTileFn tile_for(const KernelTable& k, DType type) {
 }  // namespace
 
 QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-                         std::vector<float> bias)
+                         std::vector<float> bias, bool repack)
     : weights_(static_cast<const uint8_t*>(weights)),
       type_(type),
       out_(out_features),
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
-      bias_(std::move(bias)) {}
+      bias_(std::move(bias)) {
+  if (!repack || (type != DType::q4_1 && type != DType::q8_0)) return;
+  repacked_rows_ = out_ / kRepackRows * kRepackRows;
+  if (repacked_rows_ == 0) return;
+  const int64_t nb = in_ / kBlock;
+  repacked_ = HostBuffer(static_cast<size_t>(repacked_rows_) * row_bytes_);
+  if (type == DType::q4_1) {
+    repack_q4_1x8(reinterpret_cast<const BlockQ4_1*>(weights_), repacked_rows_, nb, repacked_.as<BlockQ4_1x8>());
+  } else {
+    repack_q8_0x8(reinterpret_cast<const BlockQ8_0*>(weights_), repacked_rows_, nb, repacked_.as<BlockQ8_0x8>());
+  }
+}
+
+void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, int nx,
+                       float* y) const {
+  const int64_t nb = in_ / kBlock;
+  const RepackTileFn group = type_ == DType::q4_1 ? k.q4_1x8 : k.q8_0x8;
+  const QuantTileFn tile = tile_for(k, type_);
+  int64_t r = r0;
+  for (; r < r1 && r + kRepackRows <= repacked_rows_; r += kRepackRows) {
+    group(repacked_.data() + r * row_bytes_, nb, xq, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
+  }
+  for (; r < r1; r += kMaxTileW) {
+    const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, r1 - r));
+    tile(weights_ + r * row_bytes_, row_bytes_, nw, xq, static_cast<size_t>(nb), nx, nb, y + r,
+         static_cast<size_t>(out_));
+  }
+}
 
 Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   if (n_rows <= 0) return n_rows == 0 ? Status::Ok() : InvalidArgument("ggml linear: negative row count");
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
-    const QuantTileFn tile = tile_for(k, type_);
-    if (tile == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
+    if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
     const int64_t nb = in_ / kBlock;
     const size_t needed = static_cast<size_t>(n_rows * nb);
     if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
@@ -63,24 +90,20 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       if (nt > 1) {
 #pragma omp barrier
       }
-      const RowRange wr = split_rows(out_, kMaxTileW, t, nt);
+      // Boundaries on multiples of 8 keep repacked groups whole (and tiles of 4).
+      const RowRange wr = split_rows(out_, kRepackRows, t, nt);
       if (n_rows == 1) {
-        for (int64_t r = wr.begin; r < wr.end; r += kMaxTileW) {
-          const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, wr.end - r));
-          tile(weights_ + r * row_bytes_, row_bytes_, nw, xq, static_cast<size_t>(nb), 1, nb, y + r,
-               static_cast<size_t>(out_));
-        }
+        rows(k, wr.begin, wr.end, xq, 1, y);
       } else {
-        // Each weight tile is read once per chunk of activation rows and used
+        // Each weight group is read once per chunk of activation rows and used
         // for all of them while it sits in L1.
         for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
           const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-          for (int64_t r = wr.begin; r < wr.end; r += kMaxTileW) {
-            const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, wr.end - r));
+          for (int64_t r = wr.begin; r < wr.end; r += kRepackRows) {
+            const int64_t r1 = std::min(wr.end, r + kRepackRows);
             for (int64_t xi = x0; xi < x1; xi += tile_x) {
               const int nx = static_cast<int>(std::min<int64_t>(tile_x, x1 - xi));
-              tile(weights_ + r * row_bytes_, row_bytes_, nw, xq + xi * nb, static_cast<size_t>(nb), nx, nb,
-                   y + xi * out_ + r, static_cast<size_t>(out_));
+              rows(k, r, r1, xq + xi * nb, nx, y + xi * out_);
             }
           }
         }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "blocks.hpp"
+#include "kernels.hpp"
 #include "tessera/linear.hpp"
 #include "tessera/tensor.hpp"
 
@@ -16,8 +17,11 @@ class QuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 32 blocks of `type`, kept by
   // pointer (it lives in the memory-mapped model). `bias`: empty or out_features.
+  // `repack`: copy Q4_1/Q8_0 rows, 8 at a time, into the interleaved layouts
+  // of blocks.hpp (same size; faster kernels). Rows past the last multiple of 8
+  // and the other formats use the ggml layout in place.
   QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-              std::vector<float> bias);
+              std::vector<float> bias, bool repack = true);
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
@@ -25,12 +29,18 @@ class QuantLinear final : public Linear {
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
 
  private:
+  // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxTileX activation
+  // rows; y points at the first activation row's outputs.
+  void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, int nx, float* y) const;
+
   const uint8_t* weights_;
   DType type_;
   int64_t out_;
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
+  HostBuffer repacked_;          // [repacked_rows_ / 8, in / 32] interleaved blocks, or empty
+  int64_t repacked_rows_ = 0;    // rows served from repacked_
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
 };
 

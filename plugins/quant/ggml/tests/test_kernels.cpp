@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "reference.hpp"
+#include "repack.hpp"
 #include "test_util.hpp"
 
 namespace tessera::ggml {
@@ -167,6 +168,48 @@ TEST_P(KernelLevel, FloatDotsMatchScalar) {
     EXPECT_NEAR(simd.f32(w.data(), x.data(), n), ref.f32(w.data(), x.data(), n), tol) << "f32 n=" << n;
     EXPECT_NEAR(simd.f16(h.data(), x.data(), n), ref.f16(h.data(), x.data(), n), tol) << "f16 n=" << n;
     EXPECT_NEAR(simd.bf16(bf.data(), x.data(), n), ref.bf16(bf.data(), x.data(), n), tol) << "bf16 n=" << n;
+  }
+}
+
+// The repacked layouts: the scalar group kernel equals the plain scalar tile
+// bit for bit (same per-block arithmetic, same order), which checks repacking;
+// each SIMD group kernel matches the scalar one within the f32 tolerance.
+TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  const KernelTable& ref = scalar_kernel_table();
+  constexpr int kRows = 16;  // two groups; the second is tested
+  for (DType type : {DType::q4_1, DType::q8_0}) {
+    for (int64_t nb : {1, 3, 18, 48}) {
+      const int64_t cols = nb * 32;
+      const auto w = make_weights(type, kRows, cols, static_cast<uint32_t>(nb * 5 + 3));
+      const auto x = make_activations(kMaxTileX, cols, static_cast<uint32_t>(nb * 7 + 4));
+      const size_t row_bytes = dtype_row_bytes(type, cols);
+      std::vector<uint8_t> packed(w.size());
+      if (type == DType::q4_1) {
+        repack_q4_1x8(reinterpret_cast<const BlockQ4_1*>(w.data()), kRows, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
+      } else {
+        repack_q8_0x8(reinterpret_cast<const BlockQ8_0*>(w.data()), kRows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
+      }
+      const uint8_t* group = packed.data() + 8 * row_bytes;
+      const RepackTileFn simd_fn = type == DType::q4_1 ? simd.q4_1x8 : simd.q8_0x8;
+      const RepackTileFn ref_fn = type == DType::q4_1 ? ref.q4_1x8 : ref.q8_0x8;
+      const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1 : ref.q8_0;
+      for (int nx = 1; nx <= kMaxTileX; ++nx) {
+        float want[kMaxTileX][8], got[kMaxTileX][8], plain_y[kMaxTileX][8];
+        for (int r0 = 0; r0 < 8; r0 += 4)
+          plain(w.data() + (8 + r0) * row_bytes, row_bytes, 4, x.data(), nb, nx, nb, &plain_y[0][r0], 8);
+        ref_fn(group, nb, x.data(), nb, nx, &want[0][0], 8);
+        simd_fn(group, nb, x.data(), nb, nx, &got[0][0], 8);
+        for (int xi = 0; xi < nx; ++xi) {
+          for (int r = 0; r < 8; ++r) {
+            EXPECT_EQ(want[xi][r], plain_y[xi][r]) << dtype_name(type) << " nb=" << nb << " (" << xi << "," << r << ")";
+            const double tol = 1e-5 * abs_dot(type, w.data() + (8 + r) * row_bytes, x.data() + xi * nb, cols) + 1e-6;
+            EXPECT_NEAR(got[xi][r], want[xi][r], tol) << dtype_name(type) << " nb=" << nb << " nx=" << nx << " (" << xi << "," << r << ")";
+          }
+        }
+      }
+    }
   }
 }
 

@@ -165,6 +165,24 @@ TEST(Linear, ThreadCountDoesNotChangeResults) {
   }
 }
 
+// Repacked and in-place layouts give the same outputs (up to f32 summation
+// order), including the rows past the last whole group of 8.
+TEST(Linear, RepackedMatchesInPlace) {
+  constexpr int64_t kOut = 45, kIn = 576;
+  for (DType type : {DType::q4_1, DType::q8_0}) {
+    const auto w = make_weight_bytes(type, kOut, kIn, 21);
+    QuantLinear packed(w.data(), type, kOut, kIn, {}, /*repack=*/true);
+    QuantLinear plain(w.data(), type, kOut, kIn, {}, /*repack=*/false);
+    for (int64_t n : {1, 6}) {
+      const auto x = random_floats(n * kIn, 13);
+      std::vector<float> y1(n * kOut), y2(n * kOut);
+      ASSERT_TRUE(packed.forward(x.data(), y1.data(), n).ok());
+      ASSERT_TRUE(plain.forward(x.data(), y2.data(), n).ok());
+      for (int64_t i = 0; i < n * kOut; ++i) ASSERT_NEAR(y1[i], y2[i], 1e-4f * (1.0f + std::fabs(y2[i]))) << i;
+    }
+  }
+}
+
 TEST(Linear, RejectsBadCalls) {
   const auto w = make_weight_bytes(DType::q8_0, 4, 32, 1);
   QuantLinear linear(w.data(), DType::q8_0, 4, 32, {});

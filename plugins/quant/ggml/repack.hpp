@@ -1,0 +1,15 @@
+// repack.hpp: ggml rows -> the 8-row interleaved layouts of blocks.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "blocks.hpp"
+
+namespace tessera::ggml {
+
+// `rows` (a multiple of 8) rows of nb blocks each, ggml layout -> repacked.
+// dst holds rows / 8 groups of nb blocks.
+void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst);
+void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* dst);
+
+}  // namespace tessera::ggml
