@@ -16,6 +16,7 @@
 
 #include "flash_attention.hpp"
 #include "kv_test_pool.hpp"
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "reference_attention.hpp"
 
@@ -25,6 +26,14 @@ const PluginLibrary* flash_attention_entry();
 
 namespace tessera::plugins {
 namespace {
+
+// Built twice: with the SIMD clones and, as test_attention_flash_baseline,
+// without them; distinct suite names keep the CTest names apart.
+#ifdef TESSERA_NO_SIMD_CLONES
+#define FLASH_SUITE FlashAttentionBaseline
+#else
+#define FLASH_SUITE FlashAttention
+#endif
 
 constexpr double kAbsTol = 2e-5;
 constexpr double kRelTol = 1e-4;
@@ -122,14 +131,14 @@ std::vector<Case> cases() {
   };
 }
 
-TEST(FlashAttention, MatchesReferenceWithDefaultTiling) {
+TEST(FLASH_SUITE, MatchesReferenceWithDefaultTiling) {
   uint32_t seed = 1;
   for (const Case& c : cases()) {
     for (int32_t block_size : {1, 16, 128}) compare(c, block_size, 64, 16, seed++);
   }
 }
 
-TEST(FlashAttention, MatchesReferenceWithOddTilings) {
+TEST(FLASH_SUITE, MatchesReferenceWithOddTilings) {
   // Tiles that straddle blocks (tile 1, 7, 100 against blocks of 16 and 128)
   // and query blocks that split the GQA work unevenly.
   uint32_t seed = 100;
@@ -140,7 +149,7 @@ TEST(FlashAttention, MatchesReferenceWithOddTilings) {
   }
 }
 
-TEST(FlashAttention, EntryDescribesThePluginAndDefaultsWork) {
+TEST(FLASH_SUITE, EntryDescribesThePluginAndDefaultsWork) {
   const PluginInfo& info = test::expect_single_plugin(flash_attention_entry(), PluginFamily::attention, "flash");
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
@@ -152,7 +161,7 @@ TEST(FlashAttention, EntryDescribesThePluginAndDefaultsWork) {
   for (int32_t b : {1, 3, 16, 128, 4096}) EXPECT_TRUE(kernel->supports_block_size(b, &why));
 }
 
-TEST(FlashAttention, RejectsBadParametersAndArguments) {
+TEST(FLASH_SUITE, RejectsBadParametersAndArguments) {
   std::string error;
   EXPECT_EQ(make_plugin<FlashAttention>(flash_params(0, 16), &error), nullptr);
   EXPECT_NE(error.find("tile"), std::string::npos) << error;
@@ -178,6 +187,15 @@ TEST(FlashAttention, RejectsBadParametersAndArguments) {
   a.n_kv_head = 2;
   a.seqs = {&too_long, 1};
   EXPECT_EQ(flash.forward(a).code(), StatusCode::invalid_argument);
+}
+
+TEST(FLASH_SUITE, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_attention_flash.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::attention, "flash");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
 }
 
 }  // namespace

@@ -4,18 +4,23 @@
 #include <cmath>
 
 // Runtime dispatch without a global -march: GCC and clang compile each marked
-// function for AVX-512, AVX2 and baseline x86-64 and pick one when the library
+// function for AVX-512, Haswell (AVX2 + FMA) and baseline x86-64 and pick one when the library
 // loads, so the plugin never runs an instruction the CPU lacks.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
 #else
 #define TESSERA_SIMD_CLONES
 #endif
 
 namespace tessera::plugins::flash {
+// The clones live in an anonymous namespace: GCC gives the ifunc resolver of an
+// external target_clones function default visibility despite
+// -fvisibility=hidden, and a plugin must export nothing but its entry. The
+// public functions at the end forward to them.
+namespace {
 
 TESSERA_SIMD_CLONES
-void gather_tile(const KvLayerView& kv, std::span<const int32_t> table, int32_t kv_head, int64_t first,
+void gather_tile_impl(const KvLayerView& kv, std::span<const int32_t> table, int32_t kv_head, int64_t first,
                  int32_t n, int32_t tile, float* kt, float* v) {
   const int64_t D = kv.head_dim;
   for (int32_t t = 0; t < n; ++t) {
@@ -28,7 +33,7 @@ void gather_tile(const KvLayerView& kv, std::span<const int32_t> table, int32_t 
 }
 
 TESSERA_SIMD_CLONES
-void tile_scores(const float* __restrict q, const float* __restrict kt, int32_t head_dim, int32_t tile, int32_t n,
+void tile_scores_impl(const float* __restrict q, const float* __restrict kt, int32_t head_dim, int32_t tile, int32_t n,
                  float* __restrict s) {
   for (int32_t t = 0; t < n; ++t) s[t] = 0.0f;
   for (int32_t d = 0; d < head_dim; ++d) {
@@ -39,7 +44,7 @@ void tile_scores(const float* __restrict q, const float* __restrict kt, int32_t 
 }
 
 TESSERA_SIMD_CLONES
-void online_softmax_update(float* __restrict s, int32_t n, const float* __restrict v, int32_t head_dim,
+void online_softmax_update_impl(float* __restrict s, int32_t n, const float* __restrict v, int32_t head_dim,
                            float* m, float* l, float* __restrict acc) {
   float tile_max = s[0];
   for (int32_t t = 1; t < n; ++t) tile_max = std::max(tile_max, s[t]);
@@ -63,6 +68,21 @@ void online_softmax_update(float* __restrict s, int32_t n, const float* __restri
     const float* __restrict v_row = v + static_cast<int64_t>(t) * head_dim;
     for (int32_t d = 0; d < head_dim; ++d) acc[d] += p * v_row[d];
   }
+}
+
+}  // namespace
+
+void gather_tile(const KvLayerView& kv, std::span<const int32_t> table, int32_t kv_head, int64_t first, int32_t n,
+                 int32_t tile, float* kt, float* v) {
+  gather_tile_impl(kv, table, kv_head, first, n, tile, kt, v);
+}
+
+void tile_scores(const float* q, const float* kt, int32_t head_dim, int32_t tile, int32_t n, float* s) {
+  tile_scores_impl(q, kt, head_dim, tile, n, s);
+}
+
+void online_softmax_update(float* s, int32_t n, const float* v, int32_t head_dim, float* m, float* l, float* acc) {
+  online_softmax_update_impl(s, n, v, head_dim, m, l, acc);
 }
 
 }  // namespace tessera::plugins::flash

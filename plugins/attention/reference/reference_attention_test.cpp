@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "reference_attention.hpp"
 
@@ -163,6 +164,15 @@ TEST(ReferenceAttention, RejectsInconsistentArguments) {
 
   AttentionSeq empty{{}, 0, 0, 0};  // no queries: nothing to read, nothing to check
   EXPECT_TRUE(kernel.forward(args_for(cache, nullptr, nullptr, 2, empty)).ok());
+}
+
+TEST(ReferenceAttention, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_attention_reference.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::attention, "reference");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
 }
 
 }  // namespace

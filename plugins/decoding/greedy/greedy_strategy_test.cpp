@@ -7,6 +7,7 @@
 
 #include "fake_decoding_context.hpp"
 #include "greedy_strategy.hpp"
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 
 namespace tessera::plugins {
@@ -59,6 +60,15 @@ TEST(GreedyStrategy, ReportsEmptyAndNanLogits) {
   const auto nan = pick({1.0f, std::nanf(""), 0.0f});
   EXPECT_EQ(nan.status().code(), StatusCode::corrupt_data);
   EXPECT_NE(nan.status().message().find("logit 1"), std::string::npos) << nan.status().message();
+}
+
+TEST(GreedyStrategy, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_decoding_greedy.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::decoding, "greedy");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "fake_decoding_context.hpp"
 #include "greedy_strategy.hpp"
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "sampling_filters.hpp"
 #include "sampling_strategy.hpp"
@@ -295,6 +296,15 @@ TEST(SamplingStrategy, RejectsBadSettingsAndLogits) {
   EXPECT_EQ(status_of({ninf, ninf}, s).code(), StatusCode::invalid_argument);
   s.repetition_penalty = 1.3;
   EXPECT_EQ(status_of(ok, s, {0, 5}).code(), StatusCode::invalid_argument) << "token 5 is outside a vocab of 2";
+}
+
+TEST(SamplingStrategy, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_decoding_sampling.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::decoding, "sampling");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
 }
 
 }  // namespace

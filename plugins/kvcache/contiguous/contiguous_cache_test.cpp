@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "contiguous_cache.hpp"
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 
 namespace tessera::plugins {
@@ -277,6 +278,15 @@ TEST(ContiguousKvCache, ConstructorRejectsValuesTheCoreWouldHaveRefused) {
   EXPECT_NE(error.find("max_sequences"), std::string::npos) << error;
   EXPECT_EQ(make_plugin<ContiguousKvCache>(params(1, -5), &error), nullptr);
   EXPECT_NE(error.find("max_context"), std::string::npos) << error;
+}
+
+TEST(ContiguousKvCache, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_kvcache_contiguous.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::kvcache, "contiguous");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
 }
 
 }  // namespace
