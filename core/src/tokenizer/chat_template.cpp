@@ -112,9 +112,9 @@ Result<std::string> ChatTemplate::render_llama2(std::span<const ChatMessage> mes
     std::string content = m.content;
     if (i == 0 && system != nullptr) content = "<<SYS>>\n" + system->content + "\n<</SYS>>\n\n" + m.content;
     if (m.role == "user") {
-      out += bos_ + "[INST] " + strip(content) + " [/INST]";
+      out.append(bos_).append("[INST] ").append(strip(content)).append(" [/INST]");
     } else if (m.role == "assistant") {
-      out += " " + strip(content) + " " + eos_;
+      out.append(" ").append(strip(content)).append(" ").append(eos_);
     }
   }
   return out;

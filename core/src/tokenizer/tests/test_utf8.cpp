@@ -9,8 +9,8 @@ namespace {
 
 TEST(Utf8, ScanStopsAtIncompleteTail) {
   const std::string euro = "\xE2\x82\xAC";  // €
-  EXPECT_EQ(utf8_scan("a" + euro).valid_bytes, 4u);
-  const auto cut = utf8_scan("a" + euro.substr(0, 2));
+  EXPECT_EQ(utf8_scan(std::string("a").append(euro)).valid_bytes, 4u);
+  const auto cut = utf8_scan(std::string("a").append(euro, 0, 2));
   EXPECT_EQ(cut.valid_bytes, 1u);
   EXPECT_TRUE(cut.incomplete_tail);
   const auto bad = utf8_scan("a\xFF" "b");
