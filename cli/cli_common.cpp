@@ -28,6 +28,16 @@ int report_usage(const std::string& message) {
   return kExitUsage;
 }
 
+Result<std::vector<PipelineOverride>> parse_sets(const std::vector<std::string>& sets) {
+  std::vector<PipelineOverride> out;
+  for (const auto& s : sets) {
+    auto o = parse_override(s);
+    if (!o.ok()) return o.status();
+    out.push_back(std::move(o).value());
+  }
+  return out;
+}
+
 void configure_logging(bool verbose, bool quiet) {
   auto logger = spdlog::stderr_color_mt("tessera");
   logger->set_pattern("%^%l%$: %v");

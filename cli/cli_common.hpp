@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/pipeline.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera::cli {
@@ -21,6 +22,9 @@ int report_usage(const std::string& message);
 
 // -v/-q handling shared by the subcommands.
 void configure_logging(bool verbose, bool quiet);
+
+// The --set values of a command line as pipeline overrides.
+Result<std::vector<PipelineOverride>> parse_sets(const std::vector<std::string>& sets);
 
 using Command = int (*)(int argc, char** argv);
 int cmd_run(int argc, char** argv);

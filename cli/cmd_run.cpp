@@ -39,14 +39,9 @@ int cmd_run(int argc, char** argv) {
   if (!args.count("pipeline")) return report_usage("tessera run needs a pipeline file (see --help)");
   configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
 
-  std::vector<PipelineOverride> overrides;
-  if (args.count("set")) {
-    for (const auto& s : args["set"].as<std::vector<std::string>>()) {
-      auto o = parse_override(s);
-      if (!o.ok()) return report(o.status());
-      overrides.push_back(std::move(o).value());
-    }
-  }
+  auto sets = parse_sets(args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  if (!sets.ok()) return report(sets.status());
+  std::vector<PipelineOverride> overrides = std::move(sets).value();
   if (args.count("prompt")) overrides.push_back({"run", "prompt", args["prompt"].as<std::string>(), true});
   if (args.count("max-tokens")) overrides.push_back({"run", "max_tokens", args["max-tokens"].as<std::string>()});
   if (args.count("seed")) overrides.push_back({"sampling", "seed", args["seed"].as<std::string>()});

@@ -19,6 +19,9 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"run", tessera::cli::cmd_run, "run a pipeline: generate text and report metrics"},
     {"plugins", tessera::cli::cmd_plugins, "list the plugins found, or describe one"},
+    {"inspect", tessera::cli::cmd_inspect, "describe a model file"},
+    {"bench", tessera::cli::cmd_bench, "measure prefill and decode speed"},
+    {"perplexity", tessera::cli::cmd_perplexity, "perplexity of a text, scored as llama.cpp does"},
 };
 
 void print_usage() {

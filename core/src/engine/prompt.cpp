@@ -46,7 +46,7 @@ Result<std::vector<int32_t>> build_prompt_ids(const tok::Tokenizer& tokenizer, s
 
   std::vector<int32_t> ids;
   if (chat) {
-    auto tmpl = tok::ChatTemplate::from_source(tokenizer.chat_template());
+    auto tmpl = tok::ChatTemplate::for_tokenizer(tokenizer);
     if (!tmpl.ok())
       return InvalidArgument(fmt::format("{} (set [run] chat = false to send the prompt as it is)",
                                          tmpl.status().message()));
@@ -55,7 +55,9 @@ Result<std::vector<int32_t>> build_prompt_ids(const tok::Tokenizer& tokenizer, s
     messages.push_back({"user", std::string(prompt)});
     auto text = tmpl->apply(messages, /*add_generation_prompt=*/true);
     if (!text.ok()) return text.status();
-    ids = tokenizer.encode(*text, std::nullopt, /*parse_special=*/true);
+    // A template that writes BOS itself must not get a second one.
+    ids = tokenizer.encode(*text, tmpl->renders_bos() ? std::optional<bool>(false) : std::nullopt,
+                           /*parse_special=*/true);
   } else {
     ids = tokenizer.encode(prompt, std::nullopt, /*parse_special=*/false);
   }

@@ -1,0 +1,87 @@
+// tessera bench PIPELINE [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--threads T] [--json]
+#include <cstdio>
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "engine/bench.hpp"
+#include "engine/session.hpp"
+
+namespace tessera::cli {
+
+int cmd_bench(int argc, char** argv) {
+  cxxopts::Options options("tessera bench",
+                           "Measure prefill and decode speed of a pipeline's model: random prompt tokens, greedy "
+                           "decode, median and spread over repeats after one warm-up run.");
+  options.positional_help("PIPELINE");
+  options.add_options()
+      ("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())
+      ("prompt-tokens", "prompt length", cxxopts::value<int32_t>()->default_value("512"))
+      ("gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))
+      ("repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))
+      ("threads", "CPU threads (overrides [run] threads)", cxxopts::value<int32_t>())
+      ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("json", "print one JSON object instead of the table")
+      ("v,verbose", "debug logging")
+      ("q,quiet", "only errors on stderr")
+      ("h,help", "show this help");
+  options.parse_positional({"pipeline"});
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const std::exception& e) {
+    return report_usage(e.what());
+  }
+  if (args.count("help")) {
+    fmt::print("{}\n", options.help());
+    return kExitOk;
+  }
+  if (!args.count("pipeline")) return report_usage("tessera bench needs a pipeline file (see --help)");
+  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+  auto sets = parse_sets(args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  if (!sets.ok()) return report(sets.status());
+  auto overrides = std::move(sets).value();
+  if (args.count("threads")) overrides.push_back({"run", "threads", std::to_string(args["threads"].as<int32_t>())});
+
+  PluginRegistry registry;
+  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), overrides, registry);
+  if (!pipeline.ok()) return report(pipeline.status());
+  auto session = Session::open(*pipeline, registry);
+  if (!session.ok()) return report(session.status());
+
+  BenchConfig config;
+  config.prompt_tokens = args["prompt-tokens"].as<int32_t>();
+  config.gen_tokens = args["gen-tokens"].as<int32_t>();
+  config.repeat = args["repeat"].as<int32_t>();
+  const bool quiet = args.count("quiet") > 0;
+  auto report_or = run_bench(**session, config, [&](int done, int total) {
+    if (!quiet) fmt::print(stderr, "\rbench: run {}/{} (first is warm-up)", done, total);
+  });
+  if (!quiet) fmt::print(stderr, "\n");
+  if (!report_or.ok()) return report(report_or.status());
+  const BenchReport& r = *report_or;
+  if (args.count("json")) {
+    fmt::print("{}\n", r.to_json().dump(2));
+    return kExitOk;
+  }
+  fmt::print("{}\n", (*session)->describe());
+  fmt::print("prompt {} tokens, generate {} tokens, {} threads, {} runs\n\n", config.prompt_tokens, config.gen_tokens,
+             r.threads, config.repeat);
+  fmt::print("{:<22}{:>12}{:>12}{:>12}{:>12}\n", "", "median", "stddev", "min", "max");
+  auto row = [](const char* name, const BenchStat& s) {
+    fmt::print("{:<22}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s.median, s.stddev, s.min, s.max);
+  };
+  row("prefill tokens/s", r.prefill_tokens_per_s);
+  if (config.gen_tokens > 0) row("decode tokens/s", r.decode_tokens_per_s);
+  row("time to first token ms", r.ttft_ms);
+  fmt::print("{:<22}{:>12.1f}\n", "peak memory MiB", static_cast<double>(r.peak_rss_bytes) / (1 << 20));
+  if (config.gen_tokens > 0) {
+    fmt::print("\nweights read per decode step: {:.1f} MB -> {:.1f} GB/s at the median decode speed\n",
+               static_cast<double>(r.weight_bytes) / 1e6,
+               static_cast<double>(r.weight_bytes) * r.decode_tokens_per_s.median / 1e9);
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

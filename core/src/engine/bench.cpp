@@ -1,0 +1,120 @@
+#include "engine/bench.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace tessera {
+
+BenchStat BenchStat::of(std::vector<double> s) {
+  BenchStat r;
+  if (s.empty()) return r;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  r.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  r.mean = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(n);
+  double var = 0;
+  for (double v : s) var += (v - r.mean) * (v - r.mean);
+  r.stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  r.min = s.front();
+  r.max = s.back();
+  return r;
+}
+
+nlohmann::json BenchStat::to_json() const {
+  return {{"median", median}, {"mean", mean}, {"stddev", stddev}, {"min", min}, {"max", max}};
+}
+
+nlohmann::json BenchReport::to_json() const {
+  return {{"prompt_tokens", config.prompt_tokens},
+          {"gen_tokens", config.gen_tokens},
+          {"repeat", config.repeat},
+          {"threads", threads},
+          {"prefill_tokens_per_s", prefill_tokens_per_s.to_json()},
+          {"decode_tokens_per_s", decode_tokens_per_s.to_json()},
+          {"ttft_ms", ttft_ms.to_json()},
+          {"peak_rss_bytes", peak_rss_bytes},
+          {"weight_bytes", weight_bytes}};
+}
+
+namespace {
+
+struct RunTimes {
+  double prefill_ms = 0, decode_ms = 0;
+};
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens) {
+  Model& model = session.model();
+  KvCache& cache = session.cache();
+  std::vector<float> logits(static_cast<size_t>(session.hparams().vocab_size));
+  auto seq = cache.create_sequence();
+  if (!seq.ok()) return seq.status();
+  RunTimes t;
+  Status status;
+  const auto start = Clock::now();
+  status = cache.append_slots(*seq, static_cast<int32_t>(prompt.size()));
+  if (status.ok()) {
+    const BatchSeq bs{*seq, 0, static_cast<int32_t>(prompt.size()), 0, false};
+    status = model.forward(Batch{prompt, std::span<const BatchSeq>(&bs, 1)}, cache, logits.data());
+  }
+  const auto prefilled = Clock::now();
+  t.prefill_ms = ms_between(start, prefilled);
+  int32_t n_past = static_cast<int32_t>(prompt.size());
+  for (int32_t i = 0; i < gen_tokens && status.ok(); ++i) {
+    const int32_t token = argmax(logits);
+    status = cache.append_slots(*seq, 1);
+    if (!status.ok()) break;
+    const BatchSeq bs{*seq, 0, 1, n_past++, false};
+    status = model.forward(Batch{std::span<const int32_t>(&token, 1), std::span<const BatchSeq>(&bs, 1)}, cache,
+                           logits.data());
+  }
+  t.decode_ms = ms_between(prefilled, Clock::now());
+  cache.release(*seq);
+  if (!status.ok()) return status;
+  return t;
+}
+
+}  // namespace
+
+Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
+                              const std::function<void(int, int)>& progress) {
+  if (config.prompt_tokens < 1) return InvalidArgument("bench needs at least one prompt token");
+  if (config.gen_tokens < 0 || config.repeat < 1) return InvalidArgument("bench needs gen_tokens >= 0, repeat >= 1");
+  if (config.prompt_tokens + config.gen_tokens > session.context_length())
+    return InvalidArgument(fmt::format("{} prompt + {} generated tokens exceed the context of {}",
+                                       config.prompt_tokens, config.gen_tokens, session.context_length()));
+  std::mt19937_64 rng(config.seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(session.tokenizer().vocab_size()) - 1);
+  std::vector<int32_t> prompt(static_cast<size_t>(config.prompt_tokens));
+  for (auto& t : prompt) t = pick(rng);
+
+  BenchReport report;
+  report.config = config;
+  report.threads = session.threads();
+  report.weight_bytes = session.model().weight_bytes();
+  std::vector<double> prefill, decode, ttft;
+  const int total = config.repeat + 1;
+  for (int r = 0; r < total; ++r) {
+    auto t = run_once(session, prompt, config.gen_tokens);
+    if (!t.ok()) return t.status();
+    if (progress) progress(r + 1, total);
+    if (r == 0) continue;  // warm-up: page in the weights, size the scratch buffers
+    prefill.push_back(config.prompt_tokens * 1000.0 / t->prefill_ms);
+    if (config.gen_tokens > 0) decode.push_back(config.gen_tokens * 1000.0 / t->decode_ms);
+    ttft.push_back(t->prefill_ms);  // the first token is chosen from the prefill's logits
+  }
+  report.prefill_tokens_per_s = BenchStat::of(prefill);
+  report.decode_tokens_per_s = BenchStat::of(decode);
+  report.ttft_ms = BenchStat::of(ttft);
+  report.peak_rss_bytes = peak_rss_bytes();
+  return report;
+}
+
+}  // namespace tessera
