@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/fuzz_*.cpp) with clang into build-fuzz/
+# and runs each for the given number of seconds (default 60).
+#
+# The whole core is compiled with -fsanitize=fuzzer-no-link plus ASan/UBSan so
+# that libFuzzer sees coverage of the code under test; the targets themselves
+# get -fsanitize=fuzzer,address,undefined (fuzz/CMakeLists.txt). Seeds are
+# generated here (small valid GGUF and safetensors files) into
+# build-fuzz/corpus/<target>/, together with any seeds committed under
+# fuzz/corpus/<name>/. Crashes land in build-fuzz/artifacts/<target>/ and make
+# the script fail; turn each into a regression test.
+set -euo pipefail
+seconds="${1:-60}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-fuzz"
+cd "$root"
+
+if ! command -v clang++ >/dev/null; then
+  echo "error: clang++ is needed for libFuzzer (apt-get install clang)" >&2
+  exit 1
+fi
+
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTESSERA_BUILD_FUZZERS=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF \
+  -DTESSERA_CUDA=OFF -DTESSERA_SANITIZE=ON -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
+cmake --build "$build" --target tessera_fuzzers -j "$(nproc)"
+
+# Seeds: one minimal and one richer valid file of each format.
+mkdir -p "$build/corpus/fuzz_gguf" "$build/corpus/fuzz_safetensors"
+python3 - "$build/corpus" <<'PY'
+import json, struct, sys, os
+out = sys.argv[1]
+
+def gguf(metadata, tensors, alignment=32):
+    def s(x):
+        b = x.encode()
+        return struct.pack("<Q", len(b)) + b
+    def value(t, v):
+        fmt = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B", 10: "<Q", 11: "<q", 12: "<d"}
+        if t == 8:
+            return s(v)
+        if t == 9:
+            et, items = v
+            return struct.pack("<IQ", et, len(items)) + b"".join(value(et, i) for i in items)
+        return struct.pack(fmt[t], v)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    for k, t, v in metadata:
+        head += s(k) + struct.pack("<I", t) + value(t, v)
+    data, infos = b"", b""
+    for name, dims, ggml_type, payload in tensors:
+        while len(data) % alignment:
+            data += b"\0"
+        infos += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        infos += struct.pack("<IQ", ggml_type, len(data))
+        data += payload
+    body = head + infos
+    while len(body) % alignment:
+        body += b"\0"
+    return body + data
+
+def write(path, b):
+    with open(path, "wb") as f:
+        f.write(b)
+
+write(os.path.join(out, "fuzz_gguf", "empty.gguf"), gguf([], []))
+meta = [("general.architecture", 8, "llama"), ("llama.block_count", 4, 1), ("llama.embedding_length", 4, 32),
+        ("llama.attention.head_count", 4, 4), ("llama.rope.freq_base", 6, 10000.0), ("k.bool", 7, 1),
+        ("k.i8", 1, -3), ("k.u16", 2, 7), ("k.i16", 3, -7), ("k.i32", 5, -9), ("k.u64", 10, 2**40),
+        ("k.i64", 11, -2**40), ("k.f64", 12, 0.25), ("k.u8", 0, 200),
+        ("tokenizer.ggml.tokens", 9, (8, ["a", "b", "c"])), ("nested", 9, (9, [(4, [1, 2]), (6, [0.5])]))]
+tensors = [("token_embd.weight", [32, 3], 0, bytes(32 * 3 * 4)),
+           ("blk.0.attn_q.weight", [32, 2], 8, bytes(2 * 34)),
+           ("blk.0.ffn_up.weight", [32, 1], 3, bytes(20))]
+write(os.path.join(out, "fuzz_gguf", "tiny_llama.gguf"), gguf(meta, tensors))
+write(os.path.join(out, "fuzz_gguf", "align64.gguf"),
+      gguf([("general.alignment", 4, 64)], [("x", [4], 0, bytes(16)), ("y", [2, 2], 1, bytes(8))], 64))
+
+def safetensors(entries, metadata=None):
+    header, data = {}, b""
+    for name, dtype, shape, payload in entries:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+write(os.path.join(out, "fuzz_safetensors", "one.safetensors"), safetensors([("w", "F32", [2, 2], bytes(16))]))
+write(os.path.join(out, "fuzz_safetensors", "mixed.safetensors"),
+      safetensors([("a", "F16", [3], bytes(6)), ("b", "BF16", [1, 2], bytes(4)), ("c", "I8", [5], bytes(5)),
+                   ("d", "U8", [1], bytes(1)), ("e", "I32", [2], bytes(8))], {"format": "pt"}))
+PY
+
+status=0
+for bin in "$build"/bin/fuzz_*; do
+  [[ -x "$bin" ]] || continue
+  name="$(basename "$bin")"
+  corpus="$build/corpus/$name"
+  artifacts="$build/artifacts/$name"
+  mkdir -p "$corpus" "$artifacts"
+  seeds=()
+  committed="$root/fuzz/corpus/${name#fuzz_}"
+  [[ -d "$committed" ]] && seeds+=("$committed")
+  echo "== $name for ${seconds}s"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  if ! "$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" 2>"$build/$name.log"; then
+    echo "!! $name found a failure; see $build/$name.log and $artifacts/" >&2
+    tail -n 40 "$build/$name.log" >&2
+    status=1
+  else
+    grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$build/$name.log" | tail -n 2 || true
+  fi
+done
+exit $status
