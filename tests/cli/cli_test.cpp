@@ -84,7 +84,7 @@ TEST(Cli, WrongParameterTypeExits2WithLocation) {
   const auto p = write_file("type.toml", fixture_pipeline("block_size = \"big\"\n"));
   // block_size is appended to the [decoding] section, whose plugin does not declare it.
   auto r = run_command(kCli + " run " + p.string());
-  expect_one_clear_error(r, 2, p.string() + ":9:1");
+  expect_one_clear_error(r, 2, p.string() + ":11:1");
   const auto q = write_file("type2.toml", fixture_pipeline("token = \"seven\"\n"));
   expect_one_clear_error(run_command(kCli + " run " + q.string()), 2, "'token' must be a integer, not a string");
 }

@@ -9,10 +9,10 @@ source=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || { cat "$work/install.log"; exit 1; }
 cmake -S "$source/examples/third-party-plugin" -B "$work/example" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$work/example" >/dev/null
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$work/example"
 plugin_dir="$work/example/plugins"
 test -f "$plugin_dir/libtessera_typical.so"
 
