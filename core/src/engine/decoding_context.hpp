@@ -11,7 +11,7 @@ namespace tessera {
 
 class RequestDecodingContext final : public DecodingContext {
  public:
-  // `logits` [vocab] is refreshed by the engine before each step.
+  // `logits` [vocab] is pointed at the request's row before each step.
   RequestDecodingContext(std::span<float> logits, std::span<const int32_t> prompt, const SamplingSettings& sampling)
       : logits_(logits), tokens_(prompt.begin(), prompt.end()), prompt_length_(static_cast<int32_t>(prompt.size())),
         sampling_(sampling), rng_(sampling.seed) {}
@@ -23,6 +23,7 @@ class RequestDecodingContext final : public DecodingContext {
   std::mt19937_64& rng() noexcept override { return rng_; }
 
   void push(int32_t token) { tokens_.push_back(token); }
+  void set_logits(std::span<float> logits) { logits_ = logits; }
 
  private:
   std::span<float> logits_;

@@ -9,9 +9,9 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/decoding_context.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/prompt.hpp"
+#include "engine/scheduler.hpp"
 #include "model/model_file.hpp"
 
 namespace tessera {
@@ -153,101 +153,18 @@ Result<std::vector<int32_t>> Session::prompt_ids(const GenerationRequest& reques
   return build_prompt_ids(*tokenizer_, request.prompt, request.chat, request.system);
 }
 
-Status Session::forward_chunked(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, float* last_logits) {
-  for (size_t done = 0; done < tokens.size();) {
-    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
-    TESSERA_RETURN_IF_ERROR(cache_->append_slots(seq, n));
-    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), false};
-    const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
-    TESSERA_RETURN_IF_ERROR(model_->forward(batch, *cache_, last_logits));
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 Result<GenerationResult> Session::generate(const GenerationRequest& request, const TextSink& on_text) {
-  const auto start = Clock::now();
-  auto ids = prompt_ids(request);
-  if (!ids.ok()) return ids.status();
-  GenerationResult result;
-  result.prompt_ids = std::move(ids).value();
-  RequestMetrics& m = result.metrics;
-  m.prompt_tokens = static_cast<int64_t>(result.prompt_ids.size());
-  m.seed = request.sampling.seed;
-  if (m.prompt_tokens >= context_)
-    return InvalidArgument(fmt::format("the prompt has {} tokens but the context holds {} (at least one more is "
-                                       "needed to generate); shorten the prompt or raise [run] context",
-                                       m.prompt_tokens, context_));
-  if (request.max_tokens == 0) {
-    m.stop_reason = "max_tokens";
-    return result;
-  }
-
-  auto seq = cache_->create_sequence();
-  if (!seq.ok()) return seq.status();
-  struct Release {
-    KvCache& cache;
-    SeqId seq;
-    KvStats* stats;
-    ~Release() {
-      *stats = cache.stats();
-      cache.release(seq);
-    }
-  } release{*cache_, *seq, &last_kv_stats_};
-
-  TESSERA_RETURN_IF_ERROR(forward_chunked(*seq, result.prompt_ids, 0, logits_.data()));
-  const auto prefill_end = Clock::now();
-  m.prefill_ms = ms_between(start, prefill_end);
-
-  RequestDecodingContext ctx(logits_, result.prompt_ids, request.sampling);
-  tok::StreamDecoder stream(*tokenizer_);
-  std::vector<int32_t> chosen;
-  Clock::time_point first_token_at{};
-  m.stop_reason = "max_tokens";
-  while (m.generated_tokens < request.max_tokens) {
-    chosen.clear();
-    TESSERA_RETURN_IF_ERROR(strategy_->step(ctx, chosen));
-    if (chosen.empty()) return Internal(fmt::format("decoding plugin '{}' chose no token",
-                                                    pipeline_.decoding.plugin->info->name));
-    if (m.generated_tokens == 0) {
-      first_token_at = Clock::now();
-      m.ttft_ms = ms_between(start, first_token_at);
-    }
-    bool stop = false;
-    for (int32_t token : chosen) {
-      if (token < 0 || token >= static_cast<int32_t>(logits_.size()))
-        return Internal(fmt::format("decoding plugin '{}' chose token {} outside the vocabulary",
-                                    pipeline_.decoding.plugin->info->name, token));
-      if (tokenizer_->is_end_of_generation(token)) {
-        m.stop_reason = "eos";
-        stop = true;
-        break;
-      }
-      m.token_ids.push_back(token);
-      ++m.generated_tokens;
-      ctx.push(token);
-      const std::string piece = stream.push(token);
-      result.text += piece;
-      if (on_text && !piece.empty()) on_text(piece);
-      if (m.generated_tokens >= request.max_tokens) {
-        stop = true;
-        break;
-      }
-    }
-    if (stop) break;
-    const int32_t n_past = static_cast<int32_t>(result.prompt_ids.size() + m.token_ids.size()) - 1;
-    if (n_past + 1 >= context_) {
-      m.stop_reason = "context_full";
-      break;
-    }
-    TESSERA_RETURN_IF_ERROR(forward_chunked(*seq, std::span<const int32_t>(&m.token_ids.back(), 1), n_past,
-                                            logits_.data()));
-  }
-  const std::string tail = stream.flush();
-  result.text += tail;
-  if (on_text && !tail.empty()) on_text(tail);
-  if (m.generated_tokens > 0) m.decode_ms = ms_between(first_token_at, Clock::now());
-  return result;
+  // One request is a batch of one: the same path as many, so that running a
+  // request alone and in a batch cannot differ.
+  Scheduler scheduler(*this);
+  scheduler.submit(request);
+  auto outcomes = scheduler.run([&](size_t, std::string_view text) {
+    if (on_text) on_text(text);
+  });
+  if (!outcomes.ok()) return outcomes.status();
+  RequestOutcome& outcome = outcomes->front();
+  if (!outcome.status.ok()) return outcome.status;
+  return std::move(outcome.result);
 }
 
 Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {

@@ -66,6 +66,9 @@ class Session {
 
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   Model& model() { return *model_; }
+  DecodingStrategy& strategy() { return *strategy_; }
+  // The scheduler reports the cache's figures at their peak for plugin_stats().
+  void note_kv_stats(const KvStats& stats) { last_kv_stats_ = stats; }
   KvCache& cache() { return *cache_; }
   const ModelHParams& hparams() const;
   int64_t context_length() const { return context_; }
@@ -77,7 +80,6 @@ class Session {
 
  private:
   Session() = default;
-  Status forward_chunked(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, float* last_logits);
 
   Pipeline pipeline_;
   std::shared_ptr<ModelFile> file_;
