@@ -1,0 +1,60 @@
+// Paged KV cache: fixed-size blocks shared by reference, copy-on-write, and a
+// prefix cache over chained block hashes (the design of vLLM's block manager).
+//
+// A thin KvCache over two parts that each do one job:
+//   BlockManager  sequences, block tables, ref counts, LRU, prefix keys (host logic)
+//   BlockStorage  the K/V pools the attention kernels read
+// The manager calls the storage only to copy a block's rows on copy-on-write.
+// See docs/paged-kv.md for the rules and what the stats mean.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "block_manager.hpp"
+#include "block_storage.hpp"
+#include "tessera/kv_cache.hpp"
+#include "tessera/params.hpp"
+
+namespace tessera::plugins {
+
+class PagedKvCache final : public KvCache {
+ public:
+  // Parameters: block_size (tokens per block, 1..4096), memory (pool bytes for
+  // all layers, K and V), max_sequences. See kPagedParams in the entry.
+  explicit PagedKvCache(const ParamValues& params);
+
+  Status configure(const SequenceStateSpec& spec) noexcept override;
+  Result<SeqId> create_sequence() noexcept override;
+  void release(SeqId seq) noexcept override;
+  Status append_slots(SeqId seq, int32_t n) noexcept override;
+  Result<SeqId> fork(SeqId seq) noexcept override;
+  Status truncate(SeqId seq, int32_t new_length) noexcept override;
+  int32_t length(SeqId seq) const noexcept override;
+  std::span<const int32_t> block_table(SeqId seq) const noexcept override;
+  KvLayerView layer(int32_t layer) noexcept override;
+  KvStats stats() const noexcept override;
+  int32_t reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept override;
+  void record_tokens(SeqId seq, std::span<const int32_t> tokens) noexcept override;
+
+  int32_t block_size() const { return block_size_; }
+  // Null before configure(); exposed for tests and diagnostics.
+  const paged::BlockManager* manager() const { return manager_.get(); }
+
+ private:
+  Status not_configured(const char* call) const;
+
+  // Requested by the pipeline.
+  int32_t block_size_ = 16;
+  int64_t memory_ = 0;
+  int64_t max_sequences_ = 256;
+
+  // Set by configure().
+  SequenceStateSpec spec_{};
+  uint64_t block_bytes_ = 0;  // one block, all layers, K and V
+  std::unique_ptr<paged::BlockStorage> storage_;
+  std::unique_ptr<paged::BlockManager> manager_;
+};
+
+}  // namespace tessera::plugins
