@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "batch_requests.hpp"
+#include "batch_run.hpp"
 #include "cli_common.hpp"
 #include "engine/session.hpp"
 #include "pipeline/pipeline.hpp"
@@ -22,6 +24,11 @@ int cmd_run(int argc, char** argv) {
       ("seed", "sampling seed (overrides [sampling] seed)", cxxopts::value<std::string>())
       ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("metrics-json", "write the metrics as one JSON object to this file", cxxopts::value<std::string>())
+      ("prompts-file", "run many requests concurrently: one prompt per line, or JSONL with per-request settings",
+       cxxopts::value<std::string>())
+      ("output", "with several requests: write one JSON line per request to this file", cxxopts::value<std::string>())
+      ("max-batch-tokens", "tokens one forward step may take (continuous batching)",
+       cxxopts::value<int32_t>()->default_value("512"))
       ("v,verbose", "debug logging")
       ("q,quiet", "only errors on stderr, no metrics summary")
       ("h,help", "show this help");
@@ -53,6 +60,25 @@ int cmd_run(int argc, char** argv) {
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
   const GenerationRequest request = (*session)->request_from_pipeline();
+  if (args.count("prompts-file") || !pipeline->run.get_list("prompts").empty()) {
+    std::vector<GenerationRequest> requests;
+    if (args.count("prompts-file")) {
+      auto read = read_prompts_file(args["prompts-file"].as<std::string>(), request);
+      if (!read.ok()) return report(read.status());
+      requests = std::move(read).value();
+    } else {
+      for (const auto& prompt : pipeline->run.get_list("prompts")) {
+        requests.push_back(request);
+        requests.back().prompt = prompt;
+      }
+    }
+    BatchOptions batch;
+    batch.max_batch_tokens = args["max-batch-tokens"].as<int32_t>();
+    if (args.count("output")) batch.output = args["output"].as<std::string>();
+    if (args.count("metrics-json")) batch.metrics_json = args["metrics-json"].as<std::string>();
+    batch.quiet = args.count("quiet") > 0;
+    return run_batch(**session, requests, batch);
+  }
   const bool stream = pipeline->run.get_bool("stream");
   auto result = (*session)->generate(request, [&](std::string_view text) {
     if (!stream) return;
