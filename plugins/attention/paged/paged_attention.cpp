@@ -1,0 +1,272 @@
+#include "paged_attention.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attention_checks.hpp"
+#include "paged_block_ops.hpp"
+
+namespace tessera::plugins {
+namespace {
+
+using paged_attention::group_scores;
+using paged_attention::softmax_accumulate;
+
+// Longest run of rows handled at once: bounds the score scratch however large
+// a block is (a contiguous cache's block is the whole context).
+constexpr int32_t kMaxRun = 256;
+// Split-K never makes parts shorter than this: below it the merge and the
+// extra task cost more than the parallelism gains.
+constexpr int64_t kMinSplitKeys = 512;
+// Waking a thread team costs microseconds; below ~1M multiply-adds (a short
+// decode) one thread finishes sooner than the team would start.
+constexpr double kParallelThreshold = 1 << 20;
+
+// Query rows [row_begin, row_end) of one sequence, every query head of KV head
+// `kv_head`, against keys [key_begin, key_end).
+struct Task {
+  int32_t seq;
+  int32_t kv_head;
+  int32_t row_begin;  // query index within the sequence (position n_past + row)
+  int32_t row_end;
+  int64_t key_begin;
+  int64_t key_end;
+  int64_t partial;  // -1: the task covers every key and writes `out`; else offset of its state in the partials
+};
+
+// The parts of one split item, to be combined into `out`.
+struct Merge {
+  int32_t seq;
+  int32_t kv_head;
+  int32_t row_begin;
+  int32_t row_end;
+  int64_t first_partial;  // parts are consecutive, each partial_floats() long
+  int32_t parts;
+};
+
+// A partial state per query vector: acc [head_dim], then m, then l.
+int64_t partial_floats(int32_t n_vec, int32_t head_dim) { return static_cast<int64_t>(n_vec) * (head_dim + 2); }
+
+// Per-thread scratch, carved from one allocation made before the parallel
+// region (nothing may throw inside it).
+struct Scratch {
+  float* q;    // [n_vec, head_dim]  queries of the task, pre-scaled
+  float* acc;  // [n_vec, head_dim]  unnormalized outputs
+  float* m;    // [n_vec]            running max
+  float* l;    // [n_vec]            running sum
+  float* s;    // [group, kMaxRun]   scores, then weights, of one row's group
+};
+
+size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t group) {
+  return static_cast<size_t>(2 * n_vec * head_dim + 2 * n_vec + group * kMaxRun);
+}
+
+Scratch carve(float* base, int64_t n_vec, int64_t head_dim) {
+  Scratch w;
+  w.q = base;
+  w.acc = w.q + n_vec * head_dim;
+  w.m = w.acc + n_vec * head_dim;
+  w.l = w.m + n_vec;
+  w.s = w.l + n_vec;
+  return w;
+}
+
+void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float* partials) {
+  const AttentionSeq& seq = a.seqs[static_cast<size_t>(task.seq)];
+  const int32_t group = a.n_head / a.n_kv_head;
+  const int32_t D = a.head_dim;
+  const int32_t B = a.kv.block_size;
+  const int64_t stride = a.kv.row_stride();
+  const int32_t n_rows = task.row_end - task.row_begin;
+  const int32_t n_vec = n_rows * group;  // vector r * group + g: row r, head kv_head * group + g
+
+  for (int32_t r = 0; r < n_rows; ++r) {
+    const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
+    for (int32_t g = 0; g < group; ++g) {
+      const float* q = a.q + (q_row * a.n_head + task.kv_head * group + g) * D;  // [head_dim]
+      float* dst = w.q + (static_cast<int64_t>(r) * group + g) * D;
+      for (int32_t d = 0; d < D; ++d) dst[d] = q[d] * a.scale;
+    }
+  }
+  std::fill(w.acc, w.acc + static_cast<int64_t>(n_vec) * D, 0.0f);
+  std::fill(w.m, w.m + n_vec, -std::numeric_limits<float>::infinity());
+  std::fill(w.l, w.l + n_vec, 0.0f);
+
+  // Runs of consecutive rows of one block, in table order.
+  for (int64_t first = task.key_begin; first < task.key_end;) {
+    const int64_t block_start = first / B * B;
+    const int64_t run_end = std::min({block_start + B, task.key_end, first + kMaxRun});
+    const int64_t physical = seq.block_table[static_cast<size_t>(first / B)];
+    const int64_t offset = (physical * B + (first - block_start)) * stride + static_cast<int64_t>(task.kv_head) * D;
+    const float* k = a.kv.k + offset;  // row t of the run at k + t * stride
+    const float* v = a.kv.v + offset;
+    for (int32_t r = 0; r < n_rows; ++r) {
+      // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
+      const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
+      const int64_t visible = std::min(run_end, position + 1) - first;
+      if (visible <= 0) continue;
+      const auto n = static_cast<int32_t>(visible);
+      const int64_t vec0 = static_cast<int64_t>(r) * group;
+      group_scores(w.q + vec0 * D, group, k, stride, D, n, w.s, kMaxRun);
+      for (int32_t g = 0; g < group; ++g) {
+        const int64_t vec = vec0 + g;
+        softmax_accumulate(w.s + static_cast<int64_t>(g) * kMaxRun, n, v, stride, D, w.m + vec, w.l + vec,
+                           w.acc + vec * D);
+      }
+    }
+    first = run_end;
+  }
+
+  if (task.partial >= 0) {
+    float* state = partials + task.partial;  // [n_vec, head_dim + 2]
+    for (int32_t vec = 0; vec < n_vec; ++vec) {
+      float* dst = state + static_cast<int64_t>(vec) * (D + 2);
+      std::copy(w.acc + static_cast<int64_t>(vec) * D, w.acc + static_cast<int64_t>(vec + 1) * D, dst);
+      dst[D] = w.m[vec];
+      dst[D + 1] = w.l[vec];
+    }
+    return;
+  }
+  for (int32_t r = 0; r < n_rows; ++r) {
+    const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
+    for (int32_t g = 0; g < group; ++g) {
+      const int64_t vec = static_cast<int64_t>(r) * group + g;
+      float* out = a.out + (q_row * a.n_head + task.kv_head * group + g) * D;  // [head_dim]
+      const float inv = 1.0f / w.l[vec];  // l >= 1: each query sees at least its own key
+      for (int32_t d = 0; d < D; ++d) out[d] = w.acc[vec * D + d] * inv;
+    }
+  }
+}
+
+void run_merge(const AttentionArgs& a, const Merge& merge, const float* partials) {
+  const AttentionSeq& seq = a.seqs[static_cast<size_t>(merge.seq)];
+  const int32_t group = a.n_head / a.n_kv_head;
+  const int32_t D = a.head_dim;
+  const int32_t n_vec = (merge.row_end - merge.row_begin) * group;
+  const int64_t part_floats = partial_floats(n_vec, D);
+  for (int32_t vec = 0; vec < n_vec; ++vec) {
+    auto state = [&](int32_t part) { return partials + merge.first_partial + part * part_floats + vec * (D + 2); };
+    // Part 0 starts at key 0, which every query sees, so M is finite.
+    float M = -std::numeric_limits<float>::infinity();
+    for (int32_t p = 0; p < merge.parts; ++p) M = std::max(M, state(p)[D]);
+    const int64_t q_row = static_cast<int64_t>(seq.q_row) + merge.row_begin + vec / group;
+    float* out = a.out + (q_row * a.n_head + merge.kv_head * group + vec % group) * D;  // [head_dim]
+    std::fill(out, out + D, 0.0f);
+    float L = 0.0f;
+    for (int32_t p = 0; p < merge.parts; ++p) {
+      const float* st = state(p);
+      if (st[D + 1] == 0.0f) continue;  // this part held no key the query sees
+      const float weight = std::exp(st[D] - M);
+      L += st[D + 1] * weight;
+      for (int32_t d = 0; d < D; ++d) out[d] += st[d] * weight;
+    }
+    const float inv = 1.0f / L;
+    for (int32_t d = 0; d < D; ++d) out[d] *= inv;
+  }
+}
+
+// Cut [0, n_keys) into `parts` ranges, on block boundaries when blocks are
+// small enough to leave every part at least one.
+int64_t part_boundary(int64_t n_keys, int32_t parts, int32_t p, int32_t block_size) {
+  const int64_t raw = n_keys * p / parts;
+  if (p == parts || n_keys / parts < block_size) return raw;
+  return raw / block_size * block_size;
+}
+
+}  // namespace
+
+PagedAttention::PagedAttention(const ParamValues& params) {
+  const int64_t query_rows = params.get_int("query_rows");
+  const int64_t splits = params.get_int("splits");
+  if (query_rows < 1 || query_rows > 4096) {
+    throw std::invalid_argument("attention paged: query_rows must be in [1, 4096], got " + std::to_string(query_rows));
+  }
+  if (splits < 0 || splits > 256) {
+    throw std::invalid_argument("attention paged: splits must be in [0, 256] (0 = automatic), got " +
+                                std::to_string(splits));
+  }
+  query_rows_ = static_cast<int32_t>(query_rows);
+  splits_ = static_cast<int32_t>(splits);
+}
+
+Status PagedAttention::forward(const AttentionArgs& a) noexcept {
+  return guard([&]() -> Status {
+    TESSERA_RETURN_IF_ERROR(check_attention_args(a, "paged"));
+    const int32_t group = a.n_head / a.n_kv_head;
+
+    // Items (sequence, rows) and the total work, to size the team and the splits.
+    struct Item {
+      int32_t seq, row_begin, row_end;
+      int64_t n_keys;
+    };
+    std::vector<Item> items;
+    double multiply_adds = 0.0;
+    for (size_t s = 0; s < a.seqs.size(); ++s) {
+      const AttentionSeq& seq = a.seqs[s];
+      for (int32_t begin = 0; begin < seq.n_query; begin += query_rows_) {
+        const int32_t end = std::min(seq.n_query, begin + query_rows_);
+        const int64_t n_keys = static_cast<int64_t>(seq.n_past) + end;  // the last row sees them all
+        items.push_back({static_cast<int32_t>(s), begin, end, n_keys});
+        multiply_adds += 2.0 * a.n_head * a.head_dim * (end - begin) * static_cast<double>(n_keys);
+      }
+    }
+    if (items.empty()) return Status::Ok();
+
+    const int n_threads = multiply_adds < kParallelThreshold ? 1 : std::max(1, omp_get_max_threads());
+    // Automatic split-K: enough tasks for every thread to get about four, so
+    // that uneven ones even out, as long as parts stay long enough to pay off.
+    const int64_t base_tasks = static_cast<int64_t>(items.size()) * a.n_kv_head;
+    const int64_t wanted_parts = n_threads == 1 ? 1 : (4 * n_threads + base_tasks - 1) / base_tasks;
+
+    std::vector<Task> tasks;
+    std::vector<Merge> merges;
+    int64_t partial_total = 0;
+    for (const Item& item : items) {
+      int64_t parts = splits_ > 0 ? splits_ : std::min(wanted_parts, item.n_keys / kMinSplitKeys);
+      parts = std::clamp<int64_t>(parts, 1, item.n_keys);
+      const int32_t n_vec = (item.row_end - item.row_begin) * group;
+      for (int32_t h = 0; h < a.n_kv_head; ++h) {
+        if (parts == 1) {
+          tasks.push_back({item.seq, h, item.row_begin, item.row_end, 0, item.n_keys, -1});
+          continue;
+        }
+        merges.push_back({item.seq, h, item.row_begin, item.row_end, partial_total, static_cast<int32_t>(parts)});
+        for (int32_t p = 0; p < parts; ++p) {
+          const auto P = static_cast<int32_t>(parts);
+          tasks.push_back({item.seq, h, item.row_begin, item.row_end,
+                           part_boundary(item.n_keys, P, p, a.kv.block_size),
+                           part_boundary(item.n_keys, P, p + 1, a.kv.block_size), partial_total});
+          partial_total += partial_floats(n_vec, a.head_dim);
+        }
+      }
+    }
+
+    const int64_t max_vec = static_cast<int64_t>(query_rows_) * group;
+    const size_t per_thread = scratch_floats(max_vec, a.head_dim, group);
+    const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
+    std::vector<float> scratch(per_thread * static_cast<size_t>(team));
+    std::vector<float> partials(static_cast<size_t>(partial_total));
+    const auto n_tasks = static_cast<int64_t>(tasks.size());
+    const auto n_merges = static_cast<int64_t>(merges.size());
+
+#pragma omp parallel num_threads(team) if (team > 1)
+    {
+      const Scratch w = carve(scratch.data() + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
+                              a.head_dim);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials.data());
+      // The implicit barrier above: every part is done before any merge reads it.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < n_merges; ++i) run_merge(a, merges[static_cast<size_t>(i)], partials.data());
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace tessera::plugins

@@ -1,0 +1,235 @@
+// The paged kernel against the reference kernel on random data laid out in
+// shuffled blocks (sizes 1, 7, 16, 128): prefill, decode, chunked prefill,
+// several sequences per call, GQA ratios 1, 3 and 4, odd head sizes, and
+// split-K forced to several part counts as well as chosen automatically.
+//
+// Tolerance: |paged - reference| <= 2e-5 + 1e-4 * |reference| per element. The
+// reference accumulates in double; paged in f32 with online rescaling, a
+// polynomial exp (2e-7 relative) and, with split-K, one more rescaling per
+// part. V lies in [-1, 1], so outputs are bounded by 1 and the f32 error over
+// a few thousand keys stays near 1e-6. Slots that are not live tokens hold
+// NaN (kv_test_pool.hpp), so reading one fails the comparison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv_test_pool.hpp"
+#include "paged_attention.hpp"
+#include "paged_block_ops.hpp"
+#include "plugin_loading.hpp"
+#include "plugin_test_support.hpp"
+#include "reference_attention.hpp"
+
+namespace tessera::plugins {
+const PluginLibrary* paged_attention_entry();
+}
+
+namespace tessera::plugins {
+namespace {
+
+// Built twice: with the SIMD clones and, as test_attention_paged_baseline,
+// without them; distinct suite names keep the CTest names apart.
+#ifdef TESSERA_NO_SIMD_CLONES
+#define PAGED_SUITE PagedAttentionBaseline
+#else
+#define PAGED_SUITE PagedAttention
+#endif
+
+constexpr double kAbsTol = 2e-5;
+constexpr double kRelTol = 1e-4;
+constexpr float kUntouched = 12345.0f;  // rows no sequence owns must keep this
+
+struct SeqShape {
+  int32_t n_past;
+  int32_t n_query;
+};
+
+struct Case {
+  std::string name;
+  std::vector<SeqShape> seqs;
+  int32_t n_kv_head = 2;
+  int32_t group = 1;  // query heads per KV head
+  int32_t head_dim = 64;
+  float q_scale = 1.0f;  // multiplies the random queries: large values stress the online softmax
+};
+
+ParamValues paged_params(int64_t query_rows, int64_t splits) {
+  ParamValues p;
+  p.set("query_rows", query_rows);
+  p.set("splits", splits);
+  return p;
+}
+
+// Runs both kernels on the same random problem and compares every output.
+void compare(const Case& c, int32_t block_size, int64_t query_rows, int64_t splits, uint32_t seed) {
+  SCOPED_TRACE(c.name + ", block_size " + std::to_string(block_size) + ", query_rows " + std::to_string(query_rows) +
+               ", splits " + std::to_string(splits));
+  std::mt19937 rng(seed);
+  const int32_t n_head = c.n_kv_head * c.group;
+
+  std::vector<int32_t> lengths;
+  for (const SeqShape& s : c.seqs) lengths.push_back(s.n_past + s.n_query);
+  test::KvTestPool pool = test::make_shuffled_pool(lengths, block_size, c.n_kv_head, c.head_dim, rng);
+
+  // Query rows: each sequence's rows follow one spare row that nobody owns.
+  std::vector<AttentionSeq> seqs;
+  int32_t n_rows = 0;
+  for (size_t i = 0; i < c.seqs.size(); ++i) {
+    n_rows += 1;
+    seqs.push_back({pool.tables[i], c.seqs[i].n_past, c.seqs[i].n_query, n_rows});
+    n_rows += c.seqs[i].n_query;
+  }
+  const size_t row_floats = static_cast<size_t>(n_head) * c.head_dim;
+  std::vector<float> q(static_cast<size_t>(n_rows) * row_floats);  // [n_rows, n_head, head_dim]
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (float& x : q) x = value(rng) * c.q_scale;
+  std::vector<float> out_ref(q.size(), kUntouched), out_paged(q.size(), kUntouched);
+
+  AttentionArgs a;
+  a.q = q.data();
+  a.n_head = n_head;
+  a.n_kv_head = c.n_kv_head;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.kv = pool.view();
+  a.seqs = seqs;
+
+  ReferenceAttention reference({});
+  PagedAttention paged(paged_params(query_rows, splits));
+  a.out = out_ref.data();
+  ASSERT_TRUE(reference.forward(a).ok());
+  a.out = out_paged.data();
+  const Status st = paged.forward(a);
+  ASSERT_TRUE(st.ok()) << st.message();
+
+  double worst = 0.0;
+  size_t bad = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    const double ref = out_ref[i];
+    const double err = std::abs(static_cast<double>(out_paged[i]) - ref);
+    if (!(err <= kAbsTol + kRelTol * std::abs(ref))) {  // also catches NaN
+      if (bad++ < 5) ADD_FAILURE() << "element " << i << ": paged " << out_paged[i] << " vs reference " << ref;
+    }
+    if (ref != kUntouched) worst = std::max(worst, err);
+  }
+  EXPECT_EQ(bad, 0u) << "worst error " << worst;
+}
+
+std::vector<Case> cases() {
+  return {
+      {"prefill 129 tokens", {{0, 129}}, 2, 1, 64},
+      {"prefill 33 tokens, GQA 3", {{0, 33}}, 2, 3, 64},
+      {"decode after 1000 tokens, GQA 4", {{1000, 1}}, 2, 4, 64},
+      {"decode of the first token", {{0, 1}}, 1, 4, 64},
+      {"chunked: 7 queries after 33", {{33, 7}}, 2, 3, 64},
+      {"chunked: 129 queries after 129, GQA 4", {{129, 129}}, 1, 4, 32},
+      {"four sequences in one call", {{0, 7}, {128, 1}, {20, 33}, {0, 1}}, 2, 4, 64},
+      {"decode batch of three, GQA 3", {{300, 1}, {17, 1}, {1, 1}}, 3, 3, 64},
+      {"odd head_dim 5, GQA 3", {{7, 33}, {0, 129}}, 3, 3, 5},
+      {"large scores stress the running max", {{60, 70}}, 2, 2, 64, 40.0f},
+  };
+}
+
+TEST(PAGED_SUITE, MatchesReferenceOverBlockSizesWithAutomaticSplits) {
+  uint32_t seed = 1;
+  for (const Case& c : cases()) {
+    for (int32_t block_size : {1, 7, 16, 128}) compare(c, block_size, 16, 0, seed++);
+  }
+}
+
+TEST(PAGED_SUITE, MatchesReferenceWithForcedSplitKAndOddQueryRuns) {
+  // Parts that cut blocks unevenly, parts of a single key, and query runs
+  // that split the GQA work unevenly; every split goes through the merge.
+  uint32_t seed = 100;
+  for (const Case& c : cases()) {
+    compare(c, 7, 16, 3, seed++);
+    compare(c, 16, 5, 8, seed++);
+    compare(c, 1, 1, 2, seed++);
+    compare(c, 128, 3, 256, seed++);
+  }
+}
+
+TEST(PAGED_SUITE, LongDecodeUsesSplitKAndStillMatches) {
+  // Long enough for the automatic policy to split on any team of two or more threads.
+  const Case c{"decode after 4000 tokens, one KV head, GQA 4", {{4000, 1}}, 1, 4, 64};
+  compare(c, 16, 16, 0, 7);
+  compare(c, 16, 16, 1, 8);
+  compare(c, 16, 16, 5, 9);
+}
+
+TEST(PAGED_SUITE, PolynomialExpTracksStdExp) {
+  double worst = 0.0;
+  for (int i = 0; i <= 870000; ++i) {
+    const float x = -static_cast<float>(i) * 1e-4f;  // [-87, 0]
+    const double exact = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::abs(paged_attention::exp_nonpositive(x) - exact) / exact);
+  }
+  EXPECT_LT(worst, 2e-7);
+  EXPECT_EQ(paged_attention::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_LT(paged_attention::exp_nonpositive(-1000.0f), 1e-37f);
+  EXPECT_LT(paged_attention::exp_nonpositive(-std::numeric_limits<float>::infinity()), 1e-37f);
+  EXPECT_TRUE(std::isnan(paged_attention::exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(PAGED_SUITE, EntryDescribesThePluginAndDefaultsWork) {
+  const PluginInfo& info = test::expect_single_plugin(paged_attention_entry(), PluginFamily::attention, "paged");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  ASSERT_NE(object, nullptr) << error;
+  auto* kernel = static_cast<PagedAttention*>(static_cast<AttentionKernel*>(object.get()));
+  EXPECT_EQ(kernel->query_rows(), 16);
+  EXPECT_EQ(kernel->splits(), 0);
+  std::string why;
+  for (int32_t b : {1, 3, 16, 128, 4096, 1 << 20}) EXPECT_TRUE(kernel->supports_block_size(b, &why));
+}
+
+TEST(PAGED_SUITE, RejectsBadParametersAndArguments) {
+  std::string error;
+  EXPECT_EQ(make_plugin<PagedAttention>(paged_params(0, 0), &error), nullptr);
+  EXPECT_NE(error.find("query_rows"), std::string::npos) << error;
+  EXPECT_EQ(make_plugin<PagedAttention>(paged_params(16, -1), &error), nullptr);
+  EXPECT_NE(error.find("splits"), std::string::npos) << error;
+
+  // Argument checks are shared with the reference kernel; samples here.
+  std::mt19937 rng(7);
+  const std::vector<int32_t> lengths{10};
+  test::KvTestPool pool = test::make_shuffled_pool(lengths, 4, 2, 8, rng);
+  std::vector<float> q(6 * 8), out(q.size());
+  const AttentionSeq seq{pool.tables[0], 9, 2, 0};
+  AttentionArgs a;
+  a.q = q.data();
+  a.out = out.data();
+  a.n_head = 6;
+  a.n_kv_head = 4;  // 6 heads on 4 KV heads
+  a.head_dim = 8;
+  a.scale = 1.0f;
+  a.kv = pool.view();
+  a.seqs = {&seq, 1};
+  PagedAttention paged(paged_params(16, 0));
+  Status st = paged.forward(a);
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("attention paged"), std::string::npos) << st.message();
+  const AttentionSeq too_long{pool.tables[0], 12, 1, 0};  // 13 positions, the table covers 12
+  a.n_kv_head = 2;
+  a.seqs = {&too_long, 1};
+  EXPECT_EQ(paged.forward(a).code(), StatusCode::invalid_argument);
+  const AttentionSeq nothing{{}, 0, 0, 0};
+  a.seqs = {&nothing, 1};
+  EXPECT_TRUE(paged.forward(a).ok()) << "no queries: nothing to do";
+}
+
+TEST(PAGED_SUITE, BuiltLibraryLoadsAndDescribesThePlugin) {
+  test::LoadedLibrary loaded = test::load_built_plugin("libtessera_attention_paged.so");
+  ASSERT_NE(loaded.entry, nullptr);
+  const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::attention, "paged");
+  std::string error;
+  std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
+  EXPECT_NE(object, nullptr) << error;
+}
+
+}  // namespace
+}  // namespace tessera::plugins
