@@ -1,5 +1,7 @@
 // dispatch.cpp: which kernel table this CPU runs, decided once.
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels.hpp"
 
@@ -59,10 +61,24 @@ const KernelTable* kernels_for(SimdLevel level) {
   }
 }
 
+// TESSERA_GGML_SIMD=scalar|avx2|avx512|avx512_vnni caps the level (for
+// comparisons and for ruling a kernel in or out when chasing a bug); a level
+// the CPU lacks, or an unknown name, is ignored.
+const KernelTable* initial_table() {
+  if (const char* env = std::getenv("TESSERA_GGML_SIMD")) {
+    for (int l = 0; l < kSimdLevelCount; ++l) {
+      if (std::strcmp(env, simd_level_name(static_cast<SimdLevel>(l))) == 0) {
+        if (const KernelTable* t = kernels_for(static_cast<SimdLevel>(l))) return t;
+      }
+    }
+  }
+  return kernels_for(best_simd_level());
+}
+
 const KernelTable& active_kernels() {
   if (const KernelTable* forced = g_forced.load(std::memory_order_acquire)) return *forced;
-  static const KernelTable* const best = kernels_for(best_simd_level());
-  return *best;
+  static const KernelTable* const initial = initial_table();
+  return *initial;
 }
 
 bool force_simd_level(SimdLevel level) {

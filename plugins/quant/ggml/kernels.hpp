@@ -73,7 +73,8 @@ SimdLevel best_simd_level();
 // The table for `level`, or nullptr when this CPU lacks it.
 const KernelTable* kernels_for(SimdLevel level);
 
-// The table in use: the best level unless forced. Chosen once, thread-safe.
+// The table in use: the best level (or the one the TESSERA_GGML_SIMD environment
+// variable names, if the CPU has it) unless forced. Chosen once, thread-safe.
 const KernelTable& active_kernels();
 
 // Internal, for tests and benchmarks: use `level` from now on. Returns false
