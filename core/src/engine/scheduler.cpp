@@ -32,6 +32,7 @@ nlohmann::json RequestOutcome::to_json() const {
   j["index"] = index;
   j["text"] = result.text;
   j["preemptions"] = preemptions;
+  j["prompt_ids"] = result.prompt_ids;
   if (!status.ok()) j["error"] = status.message();
   return j;
 }

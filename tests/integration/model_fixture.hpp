@@ -1,0 +1,58 @@
+// model_fixture.hpp: open the default model through a real pipeline, or skip.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/session.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace tessera::test {
+
+inline const std::filesystem::path kModel =
+    std::filesystem::path(TESSERA_SOURCE_DIR) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+// A Session on the default model; `overrides` adjust pipelines/quickstart.toml.
+// Returns nullptr (and the test should GTEST_SKIP) when the model is absent.
+inline std::unique_ptr<Session> open_default(std::vector<PipelineOverride> overrides = {},
+                                             std::string* skip_reason = nullptr) {
+  if (!std::filesystem::exists(kModel)) {
+    if (skip_reason) *skip_reason = kModel.string() + " is absent: run scripts/fetch-model.sh";
+    return nullptr;
+  }
+  static PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();  // lives for the process: plugins are never unloaded
+    r->scan({TESSERA_PLUGIN_BUILD_DIR, std::filesystem::path(TESSERA_FIXTURE_DIR) / "first"});
+    return r;
+  }();
+  overrides.push_back({"run", "threads", "2"});
+  auto pipeline = load_pipeline(std::filesystem::path(TESSERA_SOURCE_DIR) / "pipelines" / "quickstart.toml",
+                                overrides, *registry);
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
+  if (!pipeline.ok()) return nullptr;
+  auto session = Session::open(*pipeline, *registry);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return nullptr;
+  return std::move(session).value();
+}
+
+#define TESSERA_OPEN_OR_SKIP(var, overrides)                         \
+  std::string var##_skip;                                            \
+  auto var = ::tessera::test::open_default(overrides, &var##_skip);  \
+  if (!var##_skip.empty()) GTEST_SKIP() << var##_skip;               \
+  ASSERT_NE(var, nullptr)
+
+inline GenerationRequest greedy(const std::string& prompt, int64_t max_tokens, bool chat = true) {
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  r.chat = chat;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+}  // namespace tessera::test
