@@ -9,6 +9,19 @@
 #include "engine/session.hpp"
 
 namespace tessera::cli {
+namespace {
+bool parse_range(const std::string& text, int32_t* lo, int32_t* hi) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  try {
+    *lo = std::stoi(text.substr(0, colon));
+    *hi = std::stoi(text.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *lo >= 1 && *lo <= *hi;
+}
+}  // namespace
 
 int cmd_bench(int argc, char** argv) {
   cxxopts::Options options("tessera bench",
@@ -21,6 +34,11 @@ int cmd_bench(int argc, char** argv) {
       ("gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))
       ("repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))
       ("threads", "CPU threads (overrides [run] threads)", cxxopts::value<int32_t>())
+      ("requests", "batch workload: this many concurrent requests (continuous batching)", cxxopts::value<int32_t>())
+      ("prompt-range", "batch workload: prompt lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:512"))
+      ("gen-range", "batch workload: generation lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:256"))
+      ("max-batch-tokens", "batch workload: tokens per forward step", cxxopts::value<int32_t>()->default_value("512"))
+      ("seed", "workload seed", cxxopts::value<uint64_t>()->default_value("1"))
       ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("json", "print one JSON object instead of the table")
       ("v,verbose", "debug logging")
@@ -49,6 +67,41 @@ int cmd_bench(int argc, char** argv) {
   if (!pipeline.ok()) return report(pipeline.status());
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
+
+  if (args.count("requests")) {
+    BatchBenchConfig batch;
+    batch.requests = args["requests"].as<int32_t>();
+    batch.max_batch_tokens = args["max-batch-tokens"].as<int32_t>();
+    batch.seed = args["seed"].as<uint64_t>();
+    if (!parse_range(args["prompt-range"].as<std::string>(), &batch.prompt_min, &batch.prompt_max) ||
+        !parse_range(args["gen-range"].as<std::string>(), &batch.gen_min, &batch.gen_max))
+      return report_usage("--prompt-range and --gen-range take MIN:MAX (for example 16:512)");
+    auto result = run_batch_bench(**session, batch);
+    if (!result.ok()) return report(result.status());
+    const BatchBenchReport& b = *result;
+    nlohmann::json j = b.to_json();
+    j["kvcache"] = pipeline->kvcache.plugin->info->name;
+    if (args.count("json")) {
+      fmt::print("{}\n", j.dump(2));
+      return kExitOk;
+    }
+    fmt::print("{}\n", (*session)->describe());
+    fmt::print("{} requests (prompts {}-{}, generation {}-{} tokens, seed {}): {} completed, {} failed\n",
+               batch.requests, batch.prompt_min, batch.prompt_max, batch.gen_min, batch.gen_max, batch.seed,
+               b.completed, b.failed);
+    fmt::print("  wall time                {:10.2f} s\n", b.wall_s);
+    fmt::print("  generated tokens/s       {:10.2f}   ({} tokens)\n", b.generated_tokens_per_s, b.generated_tokens);
+    fmt::print("  prompt+generated tok/s   {:10.2f}   ({} prompt tokens)\n", b.total_tokens_per_s, b.prompt_tokens);
+    fmt::print("  latency p50/p90/p99 ms   {:10.1f} {:10.1f} {:10.1f}\n", b.latency_p50_ms, b.latency_p90_ms,
+               b.latency_p99_ms);
+    fmt::print("  time to first token ms   {:10.1f} median\n", b.ttft_ms.median);
+    fmt::print("  most sequences in flight {:10}\n", b.max_running);
+    fmt::print("  preemptions              {:10}\n", b.preemptions);
+    fmt::print("  peak KV allocated        {:10.1f} MiB, waste {:.2f}%\n",
+               static_cast<double>(b.peak_kv_bytes_allocated) / (1 << 20), b.peak_kv_waste_percent);
+    fmt::print("  peak memory              {:10.1f} MiB\n", static_cast<double>(b.peak_rss_bytes) / (1 << 20));
+    return kExitOk;
+  }
 
   BenchConfig config;
   config.prompt_tokens = args["prompt-tokens"].as<int32_t>();

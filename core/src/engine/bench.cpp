@@ -118,3 +118,102 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
 }
 
 }  // namespace tessera
+
+#include "engine/scheduler.hpp"
+
+namespace tessera {
+
+namespace {
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(rank));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+}  // namespace
+
+nlohmann::json BatchBenchReport::to_json() const {
+  return {{"requests", config.requests},
+          {"prompt_range", {config.prompt_min, config.prompt_max}},
+          {"gen_range", {config.gen_min, config.gen_max}},
+          {"seed", config.seed},
+          {"threads", threads},
+          {"completed", completed},
+          {"failed", failed},
+          {"prompt_tokens", prompt_tokens},
+          {"generated_tokens", generated_tokens},
+          {"wall_s", wall_s},
+          {"generated_tokens_per_s", generated_tokens_per_s},
+          {"total_tokens_per_s", total_tokens_per_s},
+          {"latency_ms", latency_ms.to_json()},
+          {"latency_p50_ms", latency_p50_ms},
+          {"latency_p90_ms", latency_p90_ms},
+          {"latency_p99_ms", latency_p99_ms},
+          {"ttft_ms", ttft_ms.to_json()},
+          {"max_running", max_running},
+          {"preemptions", preemptions},
+          {"peak_kv_bytes_allocated", peak_kv_bytes_allocated},
+          {"peak_kv_waste_percent", peak_kv_waste_percent},
+          {"peak_rss_bytes", peak_rss_bytes}};
+}
+
+Result<BatchBenchReport> run_batch_bench(Session& session, const BatchBenchConfig& config) {
+  if (config.requests < 1 || config.prompt_min < 1 || config.prompt_min > config.prompt_max ||
+      config.gen_min < 1 || config.gen_min > config.gen_max)
+    return InvalidArgument("batch bench: need requests >= 1 and 1 <= min <= max for prompt and generation lengths");
+  std::mt19937_64 rng(config.seed);
+  std::uniform_int_distribution<int32_t> token(0, session.tokenizer().vocab_size() - 1);
+  std::uniform_int_distribution<int32_t> prompt_len(config.prompt_min, config.prompt_max);
+  std::uniform_int_distribution<int32_t> gen_len(config.gen_min, config.gen_max);
+
+  SchedulerConfig sc;
+  sc.max_batch_tokens = config.max_batch_tokens;
+  Scheduler scheduler(session, sc);
+  BatchBenchReport report;
+  report.config = config;
+  report.threads = session.threads();
+  for (int32_t i = 0; i < config.requests; ++i) {
+    GenerationRequest r;
+    r.token_ids.resize(static_cast<size_t>(prompt_len(rng)));
+    for (auto& t : r.token_ids) t = token(rng);
+    r.max_tokens = gen_len(rng);
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    scheduler.submit(std::move(r));
+  }
+  auto outcomes = scheduler.run();
+  if (!outcomes.ok()) return outcomes.status();
+  std::vector<double> latency, ttft;
+  for (const auto& o : *outcomes) {
+    if (!o.status.ok()) {
+      ++report.failed;
+      continue;
+    }
+    ++report.completed;
+    const RequestMetrics& m = o.result.metrics;
+    report.prompt_tokens += m.prompt_tokens;
+    report.generated_tokens += m.generated_tokens;
+    latency.push_back(m.ttft_ms + m.decode_ms);
+    ttft.push_back(m.ttft_ms);
+  }
+  const SchedulerStats& s = scheduler.stats();
+  report.wall_s = s.wall_ms / 1000.0;
+  report.generated_tokens_per_s = report.wall_s > 0 ? report.generated_tokens / report.wall_s : 0;
+  report.total_tokens_per_s =
+      report.wall_s > 0 ? (report.generated_tokens + report.prompt_tokens) / report.wall_s : 0;
+  report.latency_ms = BenchStat::of(latency);
+  report.latency_p50_ms = percentile(latency, 50);
+  report.latency_p90_ms = percentile(latency, 90);
+  report.latency_p99_ms = percentile(latency, 99);
+  report.ttft_ms = BenchStat::of(ttft);
+  report.max_running = s.max_running;
+  report.preemptions = s.preemptions;
+  report.peak_kv_bytes_allocated = s.peak_kv_bytes_allocated;
+  report.peak_kv_waste_percent = s.peak_kv_waste_percent;
+  report.peak_rss_bytes = peak_rss_bytes();
+  return report;
+}
+
+}  // namespace tessera

@@ -42,3 +42,40 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
                               const std::function<void(int done, int total)>& progress = {});
 
 }  // namespace tessera
+
+namespace tessera {
+
+// A batch workload: `requests` requests with prompt and generation lengths
+// drawn uniformly from the ranges (seeded), random prompt tokens, every
+// request generating exactly its length (end-of-sequence ignored), all
+// submitted at once to the continuous-batching scheduler.
+struct BatchBenchConfig {
+  int32_t requests = 64;
+  int32_t prompt_min = 16, prompt_max = 512;
+  int32_t gen_min = 16, gen_max = 256;
+  int32_t max_batch_tokens = 512;
+  uint64_t seed = 1;
+};
+
+struct BatchBenchReport {
+  BatchBenchConfig config;
+  int threads = 0;
+  int64_t completed = 0, failed = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double wall_s = 0;
+  double generated_tokens_per_s = 0;  // total decode throughput
+  double total_tokens_per_s = 0;      // prompt + generated over the wall time
+  BenchStat latency_ms;               // submit -> last token, per request
+  double latency_p50_ms = 0, latency_p90_ms = 0, latency_p99_ms = 0;
+  BenchStat ttft_ms;
+  int64_t max_running = 0;
+  int64_t preemptions = 0;
+  uint64_t peak_kv_bytes_allocated = 0;
+  double peak_kv_waste_percent = 0;
+  uint64_t peak_rss_bytes = 0;
+  nlohmann::json to_json() const;
+};
+
+Result<BatchBenchReport> run_batch_bench(Session& session, const BatchBenchConfig& config);
+
+}  // namespace tessera

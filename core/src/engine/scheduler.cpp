@@ -253,7 +253,7 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
     for (int32_t token : chosen) {
       if (token < 0 || static_cast<size_t>(token) >= vocab)
         return Internal(fmt::format("the decoding plugin chose token {} outside the vocabulary", token));
-      if (session_.tokenizer().is_end_of_generation(token)) {
+      if (!r.request.ignore_eos && session_.tokenizer().is_end_of_generation(token)) {
         stop = "eos";
         break;
       }

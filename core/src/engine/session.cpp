@@ -150,6 +150,14 @@ GenerationRequest Session::request_from_pipeline() const {
 }
 
 Result<std::vector<int32_t>> Session::prompt_ids(const GenerationRequest& request) const {
+  if (!request.token_ids.empty()) {
+    for (int32_t id : request.token_ids) {
+      if (id < 0 || id >= tokenizer_->vocab_size())
+        return InvalidArgument(fmt::format("prompt token {} is outside the vocabulary of {}", id,
+                                           tokenizer_->vocab_size()));
+    }
+    return request.token_ids;
+  }
   return build_prompt_ids(*tokenizer_, request.prompt, request.chat, request.system);
 }
 

@@ -34,6 +34,8 @@ struct GenerationRequest {
   bool chat = false;        // wrap with the model's chat template
   std::string system;       // chat system message ("" = the template's default)
   SamplingSettings sampling;
+  std::vector<int32_t> token_ids;  // when not empty: the prompt as ids, used instead of `prompt` (benchmarks)
+  bool ignore_eos = false;         // generate max_tokens whatever is chosen (benchmarks)
 };
 
 struct GenerationResult {
