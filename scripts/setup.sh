@@ -7,5 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 bash scripts/fetch-model.sh
+bash scripts/fetch-eval-text.sh
 echo "== quickstart: build/bin/tessera run pipelines/quickstart.toml"
 build/bin/tessera run pipelines/quickstart.toml

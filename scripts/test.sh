@@ -11,6 +11,7 @@ quick=0
 bash scripts/install-deps.sh
 bash scripts/build.sh
 bash scripts/fetch-model.sh
+bash scripts/fetch-eval-text.sh
 bash scripts/fetch-test-vocabs.sh
 
 echo "== unit and integration tests (build/)"
