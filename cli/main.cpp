@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/devices.hpp"
 #include "cli_common.hpp"
 #include "version.hpp"
 
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
   }
   if (command == "--version" || command == "version") {
     fmt::print("tessera {}\n", tessera::version());
+    fmt::print("cpu: {}\n", tessera::cpu_features().summary());
+    const tessera::CudaStatus cuda = tessera::cuda_status();
+    if (cuda.devices.empty()) fmt::print("cuda: {}\n", cuda.why_none);
+    for (const auto& d : cuda.devices)
+      fmt::print("cuda: device {} {} (sm_{}{}, {:.1f} GiB)\n", d.index, d.name, d.compute_major, d.compute_minor,
+                 static_cast<double>(d.memory_bytes) / (1ull << 30));
     return tessera::cli::kExitOk;
   }
   for (const auto& s : kSubcommands) {
