@@ -1,6 +1,8 @@
 // cli_common.hpp: what every `tessera` subcommand shares: exit codes, logging, errors.
 #pragma once
 
+#include <cxxopts.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,15 @@ int report_usage(const std::string& message);
 void configure_logging(bool verbose, bool quiet);
 
 // The --set values of a command line as pipeline overrides.
-Result<std::vector<PipelineOverride>> parse_sets(const std::vector<std::string>& sets);
+Result<std::vector<PipelineOverride>> parse_sets(const cxxopts::ParseResult& args);
+
+// Adds -v/--verbose, -q/--quiet and -h/--help, parses, handles --help and
+// parse errors, checks that `required` (a positional, may be null) is there,
+// and configures logging. Returns the exit code to return at once, or nullopt
+// to go on with *args.
+std::optional<int> parse_command_line(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult* args,
+                                      const char* required = nullptr, const char* missing_message = nullptr,
+                                      const char* quiet_help = "only errors on stderr");
 
 using Command = int (*)(int argc, char** argv);
 int cmd_run(int argc, char** argv);

@@ -1,8 +1,8 @@
 // tessera bench PIPELINE [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--threads T] [--json]
-#include <cstdio>
-
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+
+#include <cstdio>
+#include <cxxopts.hpp>
 
 #include "cli_common.hpp"
 #include "engine/bench.hpp"
@@ -28,36 +28,25 @@ int cmd_bench(int argc, char** argv) {
                            "Measure prefill and decode speed of a pipeline's model: random prompt tokens, greedy "
                            "decode, median and spread over repeats after one warm-up run.");
   options.positional_help("PIPELINE");
-  options.add_options()
-      ("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())
-      ("prompt-tokens", "prompt length", cxxopts::value<int32_t>()->default_value("512"))
-      ("gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))
-      ("repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))
-      ("threads", "CPU threads (overrides [run] threads)", cxxopts::value<int32_t>())
-      ("requests", "batch workload: this many concurrent requests (continuous batching)", cxxopts::value<int32_t>())
-      ("prompt-range", "batch workload: prompt lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:512"))
-      ("gen-range", "batch workload: generation lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:256"))
-      ("max-batch-tokens", "batch workload: tokens per forward step", cxxopts::value<int32_t>()->default_value("512"))
-      ("seed", "workload seed", cxxopts::value<uint64_t>()->default_value("1"))
-      ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
-      ("json", "print one JSON object instead of the table")
-      ("v,verbose", "debug logging")
-      ("q,quiet", "only errors on stderr")
-      ("h,help", "show this help");
+  options.add_options()("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())(
+      "prompt-tokens", "prompt length", cxxopts::value<int32_t>()->default_value("512"))(
+      "gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))(
+      "repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))(
+      "threads", "CPU threads (overrides [run] threads)", cxxopts::value<int32_t>())(
+      "requests", "batch workload: this many concurrent requests (continuous batching)", cxxopts::value<int32_t>())(
+      "prompt-range", "batch workload: prompt lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:512"))(
+      "gen-range", "batch workload: generation lengths MIN:MAX",
+      cxxopts::value<std::string>()->default_value("16:256"))(
+      "max-batch-tokens", "batch workload: tokens per forward step", cxxopts::value<int32_t>()->default_value("512"))(
+      "seed", "workload seed", cxxopts::value<uint64_t>()->default_value("1"))(
+      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "json", "print one JSON object instead of the table");
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    return report_usage(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return kExitOk;
-  }
-  if (!args.count("pipeline")) return report_usage("tessera bench needs a pipeline file (see --help)");
-  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
-  auto sets = parse_sets(args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  if (auto exit = parse_command_line(options, argc, argv, &args, "pipeline",
+                                     "tessera bench needs a pipeline file (see --help)", "only errors on stderr"))
+    return *exit;
+  auto sets = parse_sets(args);
   if (!sets.ok()) return report(sets.status());
   auto overrides = std::move(sets).value();
   if (args.count("threads")) overrides.push_back({"run", "threads", std::to_string(args["threads"].as<int32_t>())});

@@ -1,6 +1,7 @@
 // tessera inspect MODEL [--json]
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+
+#include <cxxopts.hpp>
 
 #include "cli_common.hpp"
 #include "model/inspect.hpp"
@@ -11,25 +12,14 @@ namespace tessera::cli {
 int cmd_inspect(int argc, char** argv) {
   cxxopts::Options options("tessera inspect", "Describe a model file: architecture, sizes, tokenizer, template.");
   options.positional_help("MODEL");
-  options.add_options()
-      ("model", "a .gguf file or a Hugging Face safetensors folder", cxxopts::value<std::string>())
-      ("json", "print JSON for scripts")
-      ("v,verbose", "debug logging")
-      ("q,quiet", "only errors on stderr")
-      ("h,help", "show this help");
+  options.add_options()("model", "a .gguf file or a Hugging Face safetensors folder", cxxopts::value<std::string>())(
+      "json", "print JSON for scripts");
   options.parse_positional({"model"});
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    return report_usage(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return kExitOk;
-  }
-  if (!args.count("model")) return report_usage("tessera inspect needs a model file or folder (see --help)");
-  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+  if (auto exit =
+          parse_command_line(options, argc, argv, &args, "model",
+                             "tessera inspect needs a model file or folder (see --help)", "only errors on stderr"))
+    return *exit;
   auto model = open_model(args["model"].as<std::string>());
   if (!model.ok()) return report(model.status());
   const nlohmann::json info = inspect_model(**model);

@@ -1,10 +1,10 @@
 // tessera perplexity PIPELINE --text FILE [--ctx N] [--chunks N] [--json]
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <cxxopts.hpp>
-#include <fmt/format.h>
 
 #include "cli_common.hpp"
 #include "engine/perplexity.hpp"
@@ -17,30 +17,19 @@ int cmd_perplexity(int argc, char** argv) {
                            "Perplexity of a text under the pipeline's model, scored as llama.cpp's perplexity tool "
                            "does: windows of --ctx tokens, the second half of each scored.");
   options.positional_help("PIPELINE");
-  options.add_options()
-      ("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())
-      ("text", "text file to score", cxxopts::value<std::string>())
-      ("ctx", "window length in tokens", cxxopts::value<int64_t>()->default_value("512"))
-      ("chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"))
-      ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
-      ("json", "print one JSON object")
-      ("v,verbose", "debug logging")
-      ("q,quiet", "only errors on stderr, no progress bar")
-      ("h,help", "show this help");
+  options.add_options()("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())(
+      "text", "text file to score", cxxopts::value<std::string>())("ctx", "window length in tokens",
+                                                                   cxxopts::value<int64_t>()->default_value("512"))(
+      "chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"))(
+      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "json", "print one JSON object");
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    return report_usage(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return kExitOk;
-  }
-  if (!args.count("pipeline") || !args.count("text"))
-    return report_usage("tessera perplexity needs a pipeline file and --text FILE (see --help)");
-  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+  if (auto exit = parse_command_line(options, argc, argv, &args, "pipeline",
+                                     "tessera perplexity needs a pipeline file and --text FILE (see --help)",
+                                     "only errors on stderr, no progress bar"))
+    return *exit;
+  if (!args.count("text")) return report_usage("tessera perplexity needs a pipeline file and --text FILE (see --help)");
 
   const std::string text_path = args["text"].as<std::string>();
   std::ifstream in(text_path, std::ios::binary);
@@ -48,7 +37,7 @@ int cmd_perplexity(int argc, char** argv) {
   std::ostringstream text;
   text << in.rdbuf();
 
-  auto sets = parse_sets(args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  auto sets = parse_sets(args);
   if (!sets.ok()) return report(sets.status());
   PluginRegistry registry;
   auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), *sets, registry);
@@ -57,15 +46,15 @@ int cmd_perplexity(int argc, char** argv) {
   if (!session.ok()) return report(session.status());
 
   const bool quiet = args.count("quiet") > 0;
-  auto result = compute_perplexity(**session, text.str(), args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
-                                   [&](int64_t done, int64_t total, double running) {
-                                     if (quiet) return;
-                                     const int width = 30;
-                                     const int filled = static_cast<int>(width * done / total);
-                                     fmt::print(stderr, "\r[{}{}] {}/{} windows, ppl so far {:.4f}",
-                                                std::string(filled, '#'), std::string(width - filled, '.'), done,
-                                                total, running);
-                                   });
+  auto result =
+      compute_perplexity(**session, text.str(), args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
+                         [&](int64_t done, int64_t total, double running) {
+                           if (quiet) return;
+                           const int width = 30;
+                           const int filled = static_cast<int>(width * done / total);
+                           fmt::print(stderr, "\r[{}{}] {}/{} windows, ppl so far {:.4f}", std::string(filled, '#'),
+                                      std::string(width - filled, '.'), done, total, running);
+                         });
   if (!quiet) fmt::print(stderr, "\n");
   if (!result.ok()) return report(result.status());
   if (args.count("json")) {

@@ -1,6 +1,7 @@
 // tessera plugins [--path DIR]... [--describe NAME]
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+
+#include <cxxopts.hpp>
 
 #include "cli_common.hpp"
 #include "pipeline/param_parse.hpp"
@@ -21,7 +22,8 @@ void print_params(const ParamSpec* params, size_t count) {
     if (s.min_value <= s.max_value) constraint = fmt::format(" in [{}, {}]", s.min_value, s.max_value);
     if (s.choices) {
       std::string c = s.choices;
-      for (auto& ch : c) if (ch == '|') ch = ',';
+      for (auto& ch : c)
+        if (ch == '|') ch = ',';
       constraint = fmt::format(" one of {{{}}}", c);
     }
     fmt::print("  {:<20} {}{}, default {}\n      {}\n", s.name, param_type_name(s.type), constraint,
@@ -60,23 +62,10 @@ int describe(const PluginRegistry& registry, const std::string& name) {
 
 int cmd_plugins(int argc, char** argv) {
   cxxopts::Options options("tessera plugins", "List the plugins found on the search path, or describe one.");
-  options.add_options()
-      ("describe", "print a plugin's (or a core section's) parameters", cxxopts::value<std::string>())
-      ("path", "extra plugin folder, searched first (repeatable)", cxxopts::value<std::vector<std::string>>())
-      ("v,verbose", "also list rejected candidates and searched folders")
-      ("q,quiet", "only errors on stderr")
-      ("h,help", "show this help");
+  options.add_options()("describe", "print a plugin's (or a core section's) parameters", cxxopts::value<std::string>())(
+      "path", "extra plugin folder, searched first (repeatable)", cxxopts::value<std::vector<std::string>>());
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    return report_usage(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return kExitOk;
-  }
-  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+  if (auto exit = parse_command_line(options, argc, argv, &args)) return *exit;
 
   std::vector<std::filesystem::path> extra;
   if (args.count("path")) {

@@ -1,8 +1,8 @@
 // tessera run PIPELINE [--prompt TEXT] [--max-tokens N] [--seed N] [--set k=v]... [--metrics-json PATH]
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <fstream>
 
 #include "batch_requests.hpp"
@@ -17,36 +17,25 @@ namespace tessera::cli {
 int cmd_run(int argc, char** argv) {
   cxxopts::Options options("tessera run", "Run a pipeline: generate text, stream it to stdout, report metrics.");
   options.positional_help("PIPELINE");
-  options.add_options()
-      ("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())
-      ("prompt", "prompt text (overrides [run] prompt)", cxxopts::value<std::string>())
-      ("max-tokens", "most tokens to generate (overrides [run] max_tokens)", cxxopts::value<std::string>())
-      ("seed", "sampling seed (overrides [sampling] seed)", cxxopts::value<std::string>())
-      ("set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
-      ("metrics-json", "write the metrics as one JSON object to this file", cxxopts::value<std::string>())
-      ("prompts-file", "run many requests concurrently: one prompt per line, or JSONL with per-request settings",
-       cxxopts::value<std::string>())
-      ("output", "with several requests: write one JSON line per request to this file", cxxopts::value<std::string>())
-      ("max-batch-tokens", "tokens one forward step may take (continuous batching)",
-       cxxopts::value<int32_t>()->default_value("512"))
-      ("v,verbose", "debug logging")
-      ("q,quiet", "only errors on stderr, no metrics summary")
-      ("h,help", "show this help");
+  options.add_options()("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())(
+      "prompt", "prompt text (overrides [run] prompt)", cxxopts::value<std::string>())(
+      "max-tokens", "most tokens to generate (overrides [run] max_tokens)", cxxopts::value<std::string>())(
+      "seed", "sampling seed (overrides [sampling] seed)", cxxopts::value<std::string>())(
+      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "metrics-json", "write the metrics as one JSON object to this file", cxxopts::value<std::string>())(
+      "prompts-file", "run many requests concurrently: one prompt per line, or JSONL with per-request settings",
+      cxxopts::value<std::string>())("output", "with several requests: write one JSON line per request to this file",
+                                     cxxopts::value<std::string>())(
+      "max-batch-tokens", "tokens one forward step may take (continuous batching)",
+      cxxopts::value<int32_t>()->default_value("512"));
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    return report_usage(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return kExitOk;
-  }
-  if (!args.count("pipeline")) return report_usage("tessera run needs a pipeline file (see --help)");
-  configure_logging(args.count("verbose") > 0, args.count("quiet") > 0);
+  if (auto exit =
+          parse_command_line(options, argc, argv, &args, "pipeline", "tessera run needs a pipeline file (see --help)",
+                             "only errors on stderr, no metrics summary"))
+    return *exit;
 
-  auto sets = parse_sets(args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  auto sets = parse_sets(args);
   if (!sets.ok()) return report(sets.status());
   std::vector<PipelineOverride> overrides = std::move(sets).value();
   if (args.count("prompt")) overrides.push_back({"run", "prompt", args["prompt"].as<std::string>(), true});
@@ -107,8 +96,9 @@ int cmd_run(int argc, char** argv) {
     j["threads"] = (*session)->threads();
     j["plugins"] = (*session)->plugin_stats();
     std::ofstream out(args["metrics-json"].as<std::string>());
-    if (!out) return report(InvalidArgument(fmt::format("cannot write metrics to '{}'",
-                                                          args["metrics-json"].as<std::string>())));
+    if (!out)
+      return report(
+          InvalidArgument(fmt::format("cannot write metrics to '{}'", args["metrics-json"].as<std::string>())));
     out << j.dump(2) << "\n";
   }
   return kExitOk;
