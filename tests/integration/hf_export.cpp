@@ -1,5 +1,6 @@
 #include "hf_export.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "engine/model_builder.hpp"
 #include "model/gguf_writer.hpp"
+#include "tessera/half.hpp"
 
 namespace tessera::test {
 
@@ -85,7 +87,7 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf_name) {
   return std::nullopt;
 }
 
-Result<json> hf_config_json(const ModelHParams& hp) {
+Result<json> hf_config_json(const ModelHParams& hp, HfWeightType type) {
   if (hp.arch != "llama")
     return Unsupported(fmt::format("HF export writes LlamaForCausalLM only; the model's architecture is '{}'", hp.arch));
   if (hp.rope_scaling != RopeScaling::none)
@@ -107,7 +109,7 @@ Result<json> hf_config_json(const ModelHParams& hp) {
       {"max_position_embeddings", hp.context_length},
       {"vocab_size", hp.vocab_size},
       {"tie_word_embeddings", hp.tied_embeddings},
-      {"torch_dtype", "float32"},
+      {"torch_dtype", type == HfWeightType::f32 ? "float32" : "bfloat16"},
   };
 }
 
@@ -230,8 +232,10 @@ struct Planned {
 };
 
 // Writes model.safetensors tensor by tensor, so that memory holds one f32 tensor at a time.
-Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, const fs::path& path) {
+Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, const fs::path& path,
+                         HfWeightType type) {
   const ModelHParams& hp = model.hparams();
+  const uint64_t elem_bytes = type == HfWeightType::f32 ? 4 : 2;
   std::vector<Planned> plan;
   uint64_t offset = 0;
   for (const TensorRef* t : model.tensors()) {
@@ -240,7 +244,7 @@ Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, 
     int64_t heads = 0;
     if (t->name.ends_with(".attn_q.weight")) heads = hp.head_count;
     if (t->name.ends_with(".attn_k.weight")) heads = hp.head_count_kv;
-    const uint64_t bytes = static_cast<uint64_t>(t->numel()) * sizeof(float);
+    const uint64_t bytes = static_cast<uint64_t>(t->numel()) * elem_bytes;
     plan.push_back({t, std::move(*name), heads, offset, offset + bytes});
     offset += bytes;
   }
@@ -248,7 +252,7 @@ Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, 
   for (const Planned& p : plan) {
     json shape = json::array();
     for (int i = 0; i < p.ref->ndim; ++i) shape.push_back(p.ref->shape[i]);
-    header[p.hf_name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", json::array({p.begin, p.end})}};
+    header[p.hf_name] = {{"dtype", type == HfWeightType::f32 ? "F32" : "BF16"}, {"shape", shape}, {"data_offsets", json::array({p.begin, p.end})}};
   }
   header["__metadata__"] = {{"format", "pt"}, {"exported_from", model.source()}};
   std::string text = header.dump();
@@ -260,6 +264,7 @@ Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, 
   out.write(reinterpret_cast<const char*>(&header_len), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   std::vector<float> values;
+  std::vector<uint16_t> halves;  // BF16 bits
   for (const Planned& p : plan) {
     values.resize(static_cast<size_t>(p.ref->numel()));
     TESSERA_RETURN_IF_ERROR(dequantizer.dequantize(*p.ref, values.data()));
@@ -269,7 +274,13 @@ Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, 
         return CorruptData(fmt::format("{}: tensor '{}' [{}, {}] does not split into {} heads of even size",
                                        model.source(), p.ref->name, p.ref->rows(), p.ref->cols(), p.qk_heads));
     }
-    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    if (type == HfWeightType::f32) {
+      out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    } else {
+      halves.resize(values.size());
+      std::transform(values.begin(), values.end(), halves.begin(), f32_to_bf16);
+      out.write(reinterpret_cast<const char*>(halves.data()), static_cast<std::streamsize>(halves.size() * 2));
+    }
   }
   out.close();
   if (!out) return Internal(path.string() + ": write failed (disk full?)");
@@ -279,10 +290,10 @@ Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, 
 }  // namespace
 
 Status export_hf_folder(const ModelFile& model, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                        const fs::path& dir) {
+                        const fs::path& dir, HfWeightType type) {
   if (!model.gguf()) return InvalidArgument(model.source() + ": HF export reads GGUF files only");
   const GgufFile& g = *model.gguf();
-  auto config = hf_config_json(model.hparams());
+  auto config = hf_config_json(model.hparams(), type);
   if (!config.ok()) return config.status();
   auto tokenizer = hf_tokenizer_json(g);
   if (!tokenizer.ok()) return tokenizer.status();
@@ -296,7 +307,7 @@ Status export_hf_folder(const ModelFile& model, const std::vector<std::shared_pt
   TESSERA_RETURN_IF_ERROR(write_json(dir / "tokenizer.json", *tokenizer));
   TESSERA_RETURN_IF_ERROR(write_json(dir / "tokenizer_config.json", *tokenizer_config));
   CoreModelBuilder dequantizer(model, quantizers, /*attention=*/nullptr);
-  return write_safetensors(model, dequantizer, dir / "model.safetensors");
+  return write_safetensors(model, dequantizer, dir / "model.safetensors", type);
 }
 
 Status export_f32_gguf(const ModelFile& original, const ModelFile& folder, const fs::path& file) {

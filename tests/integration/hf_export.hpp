@@ -4,8 +4,8 @@
 //
 // The folder holds what a LlamaForCausalLM checkpoint holds:
 //   config.json            hyper-parameters under HF's names
-//   model.safetensors      every weight as F32 (dequantized through the quant
-//                          plugins), HF tensor names, Q/K rows in HF order
+//   model.safetensors      every weight as F32 or BF16 (dequantized through the
+//                          quant plugins), HF tensor names, Q/K rows in HF order
 //   tokenizer.json         byte-level BPE vocabulary, merges, added tokens,
 //                          the pre-tokenizer that GGUF's tokenizer.ggml.pre names
 //   tokenizer_config.json  bos/eos/pad/unk, add_bos_token, chat_template
@@ -42,8 +42,12 @@ std::vector<float> unpermute_qk_rows(std::span<const float> gguf, int64_t rows, 
 // model.layers.3.self_attn.q_proj.weight; nullopt for names outside the mapping.
 std::optional<std::string> hf_tensor_name(std::string_view gguf_name);
 
+// Element type of the exported weights: F32 keeps the dequantized values
+// exactly; BF16 is what most published checkpoints hold.
+enum class HfWeightType { f32, bf16 };
+
 // config.json of a LlamaForCausalLM with `hp` (rope scaling "none" only).
-Result<nlohmann::json> hf_config_json(const ModelHParams& hp);
+Result<nlohmann::json> hf_config_json(const ModelHParams& hp, HfWeightType type = HfWeightType::f32);
 
 // tokenizer.json and tokenizer_config.json from a GGUF "gpt2" tokenizer whose
 // tokenizer.ggml.pre is one this exporter can express ("smollm", "gpt-2", "default").
@@ -53,7 +57,7 @@ Result<nlohmann::json> hf_tokenizer_config_json(const GgufFile& gguf);
 // Writes the four files above into `dir` (created if needed). `quantizers` are
 // the quant plugins that together declare every storage format of `model`.
 Status export_hf_folder(const ModelFile& model, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                        const std::filesystem::path& dir);
+                        const std::filesystem::path& dir, HfWeightType type = HfWeightType::f32);
 
 // The control for the folder: its F32 weights written back as a GGUF file with
 // `original`'s metadata (so rope_style is adjacent again) and the Q/K rows of
