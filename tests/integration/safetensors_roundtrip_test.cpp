@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "engine/prompt.hpp"
 #include "hf_export.hpp"
 #include "model/hf_config.hpp"
 #include "model/inspect.hpp"
