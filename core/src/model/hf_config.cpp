@@ -106,6 +106,15 @@ Result<ModelHParams> hparams_from_hf_config(const json& config, const std::strin
     hf_arch = (*it)[0].get<std::string>();
   for (const auto& a : kArchitectures)
     if (a.hf == hf_arch) hp.arch = a.arch;
+  // Older configs omit "architectures"; their "model_type" names the same family.
+  if (hf_arch.empty()) {
+    if (auto it = config.find("model_type"); it != config.end() && it->is_string()) {
+      const std::string type = it->get<std::string>();
+      for (const auto& a : kArchitectures)
+        if (type == a.arch) hp.arch = a.arch;
+      hf_arch = "model_type " + type;
+    }
+  }
   if (hp.arch.empty())
     return Unsupported(fmt::format("{}: architecture '{}' is not supported (LlamaForCausalLM, Qwen2ForCausalLM, "
                                    "MistralForCausalLM are)", source, hf_arch));
@@ -128,6 +137,7 @@ Result<ModelHParams> hparams_from_hf_config(const json& config, const std::strin
   if (hp.head_count % hp.head_count_kv != 0)
     return InvalidArgument(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
                                        source, hp.head_count, hp.head_count_kv));
+  hp.rms_norm_eps = 1e-6;  // Hugging Face's default for Llama, Qwen2 and Mistral when the config omits it
   TESSERA_RETURN_IF_ERROR(r.number(config, "rms_norm_eps", hp.rms_norm_eps));
   TESSERA_RETURN_IF_ERROR(r.number(config, "rope_theta", hp.rope_freq_base));
   TESSERA_RETURN_IF_ERROR(r.boolean("tie_word_embeddings", hp.tied_embeddings));

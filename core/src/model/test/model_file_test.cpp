@@ -226,6 +226,19 @@ TEST(HfConfig, MapsLlamaQwenMistral) {
   EXPECT_EQ(mh->rope_scaling, RopeScaling::none);
 }
 
+TEST(HfConfig, DefaultsFollowHuggingFace) {
+  json j = llama_config();
+  j.erase("rms_norm_eps");
+  j.erase("architectures");
+  j["model_type"] = "qwen2";
+  auto hp = hparams_from_hf_config(j, "config.json");
+  ASSERT_TRUE(hp.ok()) << hp.status().message();
+  EXPECT_EQ(hp->arch, "qwen2");                  // from model_type when "architectures" is absent
+  EXPECT_NEAR(hp->rms_norm_eps, 1e-6, 1e-15);   // Hugging Face's default, not GGUF's
+  j["model_type"] = "gpt2";
+  EXPECT_FALSE(hparams_from_hf_config(j, "config.json").ok());
+}
+
 TEST(HfConfig, ClearErrors) {
   auto expect = [](json j, const std::string& fragment) {
     auto r = hparams_from_hf_config(j, "cfg/config.json");
