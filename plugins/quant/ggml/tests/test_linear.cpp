@@ -108,11 +108,13 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
       ASSERT_TRUE(linear->forward(x.data(), y.data(), n).ok());
       for (int64_t i = 0; i < n; ++i) {
         const float* xr = x.data() + i * c.in;
-        // Per-block activation step d = max|x| / 127 over the block.
-        std::vector<float> step(c.in / 32);
-        for (int64_t b = 0; b < c.in / 32; ++b) {
+        // Per-block activation step d = max|x| / 127 over the block (float
+        // formats may have a partial last block: they never quantize, but the
+        // bound is computed for every case).
+        std::vector<float> step((c.in + 31) / 32);
+        for (int64_t b = 0; b < static_cast<int64_t>(step.size()); ++b) {
           float amax = 0;
-          for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[b * 32 + j]));
+          for (int64_t j = b * 32; j < std::min<int64_t>(c.in, b * 32 + 32); ++j) amax = std::max(amax, std::fabs(xr[j]));
           step[b] = amax / 127.0f;
         }
         for (int64_t r = 0; r < kOut; ++r) {
