@@ -1,5 +1,9 @@
 #include "backend/devices.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace tessera {
 
 CpuFeatures cpu_features() {
@@ -8,7 +12,9 @@ CpuFeatures cpu_features() {
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
-  f.f16c = __builtin_cpu_supports("f16c");
+  // Not every compiler knows "f16c" as a feature name: read CPUID leaf 1, ECX bit 29.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f.f16c = (ecx >> 29) & 1u;
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
