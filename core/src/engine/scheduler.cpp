@@ -105,9 +105,26 @@ size_t Scheduler::submit(GenerationRequest request) {
 }
 
 Status Scheduler::admit() {
+  KvCache& cache = session_.cache();
+  const int64_t block_size = cache.layer(0).block_size;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running) {
     Request* r = waiting_.front();
-    auto seq = session_.cache().create_sequence();
+    // Admission control (as vLLM's): admit only while the free blocks cover
+    // the blocks the running requests still need for their prompts and next
+    // token, plus this request's, less a 1% watermark kept for decode growth.
+    // Admitting more would only lead to preempting and recomputing. A request
+    // is always admitted when nothing runs, so the queue cannot stall.
+    if (!running_.empty()) {
+      const KvStats stats = cache.stats();
+      auto blocks_for = [&](int64_t tokens) { return (tokens + block_size - 1) / block_size; };
+      int64_t free_blocks = stats.blocks_total - stats.blocks_used - stats.blocks_total / 100;
+      for (const Request* q : running_) {
+        const auto held = static_cast<int64_t>(cache.block_table(q->seq).size());
+        free_blocks -= std::max<int64_t>(0, blocks_for(q->n_tokens() + 1) - held);
+      }
+      if (blocks_for(r->n_tokens() + 1) > free_blocks) break;
+    }
+    auto seq = cache.create_sequence();
     if (!seq.ok()) {
       if (seq.status().code() == StatusCode::out_of_memory) break;  // wait for others to finish
       return seq.status();
@@ -115,7 +132,7 @@ Status Scheduler::admit() {
     r->seq = *seq;
     r->has_seq = true;
     // Prefix caching: blocks already holding a prefix of these tokens are reused.
-    r->n_computed = session_.cache().reuse_prefix(r->seq, r->tokens());
+    r->n_computed = cache.reuse_prefix(r->seq, r->tokens());
     if (r->n_computed > 0) spdlog::debug("request {}: {} tokens from the prefix cache", r->index, r->n_computed);
     waiting_.pop_front();
     running_.push_back(r);
