@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Contiguous vs paged KV cache on the same batch workload and the same KV
 # memory budget: throughput, latency percentiles, peak KV, waste, most
-# sequences in flight. Usage: bench/kv_compare.sh [BUDGET] [REQUESTS] [extra tessera bench flags...]
+# sequences in flight. Both use the flash attention kernel, so only the cache
+# differs. Usage: bench/kv_compare.sh [BUDGET] [REQUESTS] [extra tessera bench flags...]
 #   BUDGET   KV memory for both caches, default 512MiB
 #   REQUESTS default 64 (prompts 16-512 tokens, generation 16-256 tokens, seed 1)
 set -euo pipefail
@@ -33,4 +34,4 @@ echo; echo "== contiguous"
   --set kvcache.max_sequences=$slots --set kvcache.max_context=$max_context --set attention.plugin=flash
 echo; echo "== paged"
 "$tessera" bench "$pipeline" "${common[@]}" --set kvcache.plugin=paged --set "kvcache.memory=\"$budget\"" \
-  --set kvcache.block_size=16 --set attention.plugin=paged
+  --set kvcache.block_size=16 --set attention.plugin=flash

@@ -108,9 +108,15 @@ TEST(Batching, PreemptionUnderMemoryPressureStillMatches) {
   // requests of ~60 tokens at once, enough for any one of them.
   TESSERA_OPEN_OR_SKIP(session, paged("4608KiB"));
   const auto alone = run_alone(*session, 20);
+  SchedulerConfig optimistic;
+  optimistic.reserve_max_tokens = false;  // admit on the prompt alone: growth must preempt
   SchedulerStats stats;
-  expect_same(alone, run_batched(*session, 20, {}, &stats));
+  expect_same(alone, run_batched(*session, 20, optimistic, &stats));
   EXPECT_GT(stats.preemptions, 0) << "the pool was meant to run out";
+  // Reserving prompt + max_tokens at admission avoids preemption altogether.
+  SchedulerStats reserved;
+  expect_same(alone, run_batched(*session, 20, {}, &reserved));
+  EXPECT_EQ(reserved.preemptions, 0);
 }
 
 TEST(Batching, PrefixCacheHitGivesIdenticalOutput) {

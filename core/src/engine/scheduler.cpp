@@ -109,20 +109,25 @@ Status Scheduler::admit() {
   const int64_t block_size = cache.layer(0).block_size;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running) {
     Request* r = waiting_.front();
-    // Admission control (as vLLM's): admit only while the free blocks cover
-    // the blocks the running requests still need for their prompts and next
-    // token, plus this request's, less a 1% watermark kept for decode growth.
-    // Admitting more would only lead to preempting and recomputing. A request
-    // is always admitted when nothing runs, so the queue cannot stall.
+    // Admission control: admit only while the free blocks cover what every
+    // running request may still grow to, plus this request's (see
+    // SchedulerConfig::reserve_max_tokens). Over-admitting would only lead to
+    // preempting and recomputing. A request is always admitted when nothing
+    // runs, so the queue cannot stall.
     if (!running_.empty()) {
       const KvStats stats = cache.stats();
       auto blocks_for = [&](int64_t tokens) { return (tokens + block_size - 1) / block_size; };
-      int64_t free_blocks = stats.blocks_total - stats.blocks_used - stats.blocks_total / 100;
+      auto final_tokens = [&](const Request* q) -> int64_t {
+        if (!config_.reserve_max_tokens) return q->n_tokens() + 1;
+        return std::min<int64_t>(session_.context_length(),
+                                 q->outcome.result.metrics.prompt_tokens + std::max<int64_t>(q->request.max_tokens, 1));
+      };
+      int64_t free_blocks = stats.blocks_total - stats.blocks_used;
       for (const Request* q : running_) {
         const auto held = static_cast<int64_t>(cache.block_table(q->seq).size());
-        free_blocks -= std::max<int64_t>(0, blocks_for(q->n_tokens() + 1) - held);
+        free_blocks -= std::max<int64_t>(0, blocks_for(final_tokens(q)) - held);
       }
-      if (blocks_for(r->n_tokens() + 1) > free_blocks) break;
+      if (blocks_for(final_tokens(r)) > free_blocks) break;
     }
     auto seq = cache.create_sequence();
     if (!seq.ok()) {

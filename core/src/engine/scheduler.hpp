@@ -27,6 +27,12 @@ namespace tessera {
 struct SchedulerConfig {
   int32_t max_batch_tokens = 512;  // tokens one forward may take (decode tokens + prefill chunks)
   int32_t max_running = 256;       // requests in flight at once
+  // Admission: reserve room for each request's prompt plus max_tokens (no
+  // preemption as long as max_tokens is honest), or, when false, only for the
+  // prompt and the next token, as servers that cannot know output lengths do:
+  // more requests in flight when max_tokens is a loose bound, at the price of
+  // preempting (and recomputing) when they do grow.
+  bool reserve_max_tokens = true;
 };
 
 // What became of one submitted request.
