@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds llama.cpp (from the llama-cpp-python 0.3.36 source distribution on
+# PyPI, the same archive scripts/fetch-test-vocabs.sh uses) and the comparison
+# tool greedy_ids against it, into .cache/llama-cpp/ (git-ignored). Not part of
+# the build or CI: used to regenerate tests/integration/golden_ids.inc and to
+# measure llama.cpp (llama-bench, llama-perplexity) on the same machine.
+# About 15 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cache=.cache/llama-cpp
+mkdir -p "$cache"
+sdist=$(ls "$cache"/llama_cpp_python-0.3.36.tar.gz 2>/dev/null || true)
+if [[ -z $sdist ]]; then
+  python3 -m pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$cache"
+  sdist="$cache/llama_cpp_python-0.3.36.tar.gz"
+fi
+[[ -d $cache/src ]] || { mkdir -p "$cache/src" && tar xzf "$sdist" -C "$cache/src" --strip-components=1; }
+src="$cache/src/vendor/llama.cpp"
+cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+ninja -C "$cache/build" llama-bench llama-perplexity
+g++ -O2 -std=c++17 tools/llama-cpp-reference/greedy_ids.cpp -I"$src/include" -I"$src/ggml/include" \
+  -L"$cache/build/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$PWD/$cache/build/bin" -o "$cache/greedy_ids"
+echo "built: $cache/build/bin/llama-bench, llama-perplexity, $cache/greedy_ids"
