@@ -2,7 +2,11 @@
 // Tessera with an independent engine. Reads one prompt per line (token ids);
 // prints the generated ids, then the top-1 minus top-2 logit margin per step.
 // Usage: greedy_ids MODEL.gguf N_GEN < prompts.txt   (F32KV=1: f32 KV cache, no flash attention)
+#include <llama.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <vector>
