@@ -8,8 +8,12 @@ namespace {
 TEST(Devices, CpuFeaturesAreConsistent) {
   const CpuFeatures f = cpu_features();
   // AVX-512 subsets imply AVX-512F; every x86-64 CPU with AVX-512 has AVX2.
-  if (f.avx512bw || f.avx512vl || f.avx512vnni) EXPECT_TRUE(f.avx512f);
-  if (f.avx512f) EXPECT_TRUE(f.avx2);
+  if (f.avx512bw || f.avx512vl || f.avx512vnni) {
+    EXPECT_TRUE(f.avx512f);
+  }
+  if (f.avx512f) {
+    EXPECT_TRUE(f.avx2);
+  }
   EXPECT_FALSE(f.summary().empty());
 }
 
