@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "flash_attention.hpp"
+#include "attention_comparison.hpp"
 #include "kv_test_pool.hpp"
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
@@ -35,23 +36,8 @@ namespace {
 #define FLASH_SUITE FlashAttention
 #endif
 
-constexpr double kAbsTol = 2e-5;
-constexpr double kRelTol = 1e-4;
-constexpr float kUntouched = 12345.0f;  // rows no sequence owns must keep this
-
-struct SeqShape {
-  int32_t n_past;
-  int32_t n_query;
-};
-
-struct Case {
-  std::string name;
-  std::vector<SeqShape> seqs;
-  int32_t n_kv_head = 2;
-  int32_t group = 1;  // query heads per KV head
-  int32_t head_dim = 64;
-  float q_scale = 1.0f;  // multiplies the random queries: large values stress the online softmax
-};
+using SeqShape = test::AttentionSeqShape;
+using Case = test::AttentionCase;
 
 ParamValues flash_params(int64_t tile, int64_t query_rows) {
   ParamValues p;
@@ -60,61 +46,13 @@ ParamValues flash_params(int64_t tile, int64_t query_rows) {
   return p;
 }
 
-// Runs both kernels on the same random problem and compares every output.
+// Runs this kernel and the reference on the same random problem and compares
+// every output (tests/plugins/attention_comparison.hpp).
 void compare(const Case& c, int32_t block_size, int64_t tile, int64_t query_rows, uint32_t seed) {
   SCOPED_TRACE(c.name + ", block_size " + std::to_string(block_size) + ", tile " + std::to_string(tile) +
                ", query_rows " + std::to_string(query_rows));
-  std::mt19937 rng(seed);
-  const int32_t n_head = c.n_kv_head * c.group;
-
-  std::vector<int32_t> lengths;
-  for (const SeqShape& s : c.seqs) lengths.push_back(s.n_past + s.n_query);
-  test::KvTestPool pool = test::make_shuffled_pool(lengths, block_size, c.n_kv_head, c.head_dim, rng);
-
-  // Query rows: each sequence's rows follow one spare row that nobody owns.
-  std::vector<AttentionSeq> seqs;
-  int32_t n_rows = 0;
-  for (size_t i = 0; i < c.seqs.size(); ++i) {
-    n_rows += 1;
-    seqs.push_back({pool.tables[i], c.seqs[i].n_past, c.seqs[i].n_query, n_rows});
-    n_rows += c.seqs[i].n_query;
-  }
-  const size_t row_floats = static_cast<size_t>(n_head) * c.head_dim;
-  std::vector<float> q(static_cast<size_t>(n_rows) * row_floats);  // [n_rows, n_head, head_dim]
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  for (float& x : q) x = value(rng) * c.q_scale;
-  std::vector<float> out_ref(q.size(), kUntouched), out_flash(q.size(), kUntouched);
-
-  AttentionArgs a;
-  a.q = q.data();
-  a.n_head = n_head;
-  a.n_kv_head = c.n_kv_head;
-  a.head_dim = c.head_dim;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  a.kv = pool.view();
-  a.seqs = seqs;
-
-  ReferenceAttention reference({});
   FlashAttention flash(flash_params(tile, query_rows));
-  a.out = out_ref.data();
-  ASSERT_TRUE(reference.forward(a).ok());
-  a.out = out_flash.data();
-  const Status st = flash.forward(a);
-  ASSERT_TRUE(st.ok()) << st.message();
-
-  double worst = 0.0;
-  size_t bad = 0;
-  for (size_t i = 0; i < q.size(); ++i) {
-    const double ref = out_ref[i];
-    const double err = std::abs(static_cast<double>(out_flash[i]) - ref);
-    if (!(err <= kAbsTol + kRelTol * std::abs(ref))) {  // also catches NaN
-      if (bad++ < 5) ADD_FAILURE() << "element " << i << ": flash " << out_flash[i] << " vs reference " << ref;
-    }
-    if (ref != kUntouched) worst = std::max(worst, err);
-  }
-  EXPECT_EQ(bad, 0u) << "worst error " << worst;
-  // Spare rows: the reference left them alone, so the comparison above proved flash did too.
-  for (const AttentionSeq& s : seqs) EXPECT_EQ(out_flash[static_cast<size_t>(s.q_row - 1) * row_floats], kUntouched);
+  test::expect_matches_reference(flash, c, block_size, seed);
 }
 
 std::vector<Case> cases() {
