@@ -51,29 +51,19 @@ int32_t argmax(std::span<const float> v) {
 }
 
 Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens) {
-  Model& model = session.model();
   KvCache& cache = session.cache();
-  std::vector<float> logits(static_cast<size_t>(session.hparams().vocab_size));
+  std::vector<float> logits(static_cast<size_t>(session.hparams().vocab_size));  // [vocab]
   auto seq = cache.create_sequence();
   if (!seq.ok()) return seq.status();
   RunTimes t;
-  Status status;
   const auto start = Clock::now();
-  status = cache.append_slots(*seq, static_cast<int32_t>(prompt.size()));
-  if (status.ok()) {
-    const BatchSeq bs{*seq, 0, static_cast<int32_t>(prompt.size()), 0, false};
-    status = model.forward(Batch{prompt, std::span<const BatchSeq>(&bs, 1)}, cache, logits.data());
-  }
+  Status status = session.extend(*seq, prompt, 0, false, logits.data());
   const auto prefilled = Clock::now();
   t.prefill_ms = ms_between(start, prefilled);
-  int32_t n_past = static_cast<int32_t>(prompt.size());
+  auto n_past = static_cast<int32_t>(prompt.size());
   for (int32_t i = 0; i < gen_tokens && status.ok(); ++i) {
     const int32_t token = argmax(logits);
-    status = cache.append_slots(*seq, 1);
-    if (!status.ok()) break;
-    const BatchSeq bs{*seq, 0, 1, n_past++, false};
-    status = model.forward(Batch{std::span<const int32_t>(&token, 1), std::span<const BatchSeq>(&bs, 1)}, cache,
-                           logits.data());
+    status = session.extend(*seq, std::span<const int32_t>(&token, 1), n_past++, false, logits.data());
   }
   t.decode_ms = ms_between(prefilled, Clock::now());
   cache.release(*seq);

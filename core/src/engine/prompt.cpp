@@ -5,6 +5,7 @@
 #include "model/model_file.hpp"
 #include "tokenizer/chat_template.hpp"
 #include "tokenizer/gguf_loader.hpp"
+#include "tokenizer/utf8.hpp"
 
 namespace tessera {
 
@@ -16,32 +17,12 @@ Result<tok::Tokenizer> load_model_tokenizer(const ModelFile& file) {
                               file.source()));
 }
 
-size_t first_invalid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return i;
-    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 Result<std::vector<int32_t>> build_prompt_ids(const tok::Tokenizer& tokenizer, std::string_view prompt, bool chat,
                                               std::string_view system) {
-  if (const size_t bad = first_invalid_utf8(prompt); bad != std::string_view::npos)
+  if (const size_t bad = tok::utf8_scan(prompt).valid_bytes; bad != prompt.size())
     return InvalidArgument(fmt::format("the prompt is not valid UTF-8 (bad byte 0x{:02x} at offset {})",
                                        static_cast<unsigned char>(prompt[bad]), bad));
-  if (const size_t bad = first_invalid_utf8(system); bad != std::string_view::npos)
+  if (const size_t bad = tok::utf8_scan(system).valid_bytes; bad != system.size())
     return InvalidArgument(fmt::format("the system message is not valid UTF-8 (offset {})", bad));
 
   std::vector<int32_t> ids;

@@ -21,7 +21,4 @@ Result<tok::Tokenizer> load_model_tokenizer(const ModelFile& file);
 Result<std::vector<int32_t>> build_prompt_ids(const tok::Tokenizer& tokenizer, std::string_view prompt, bool chat,
                                               std::string_view system);
 
-// Byte offset of the first invalid UTF-8 sequence, or npos when valid.
-size_t first_invalid_utf8(std::string_view text);
-
 }  // namespace tessera

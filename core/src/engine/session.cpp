@@ -175,6 +175,20 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
   return std::move(outcome.result);
 }
 
+Status Session::extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits,
+                       float* logits) {
+  const auto vocab = static_cast<size_t>(hparams().vocab_size);
+  for (size_t done = 0; done < tokens.size();) {
+    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
+    TESSERA_RETURN_IF_ERROR(cache_->append_slots(seq, n));
+    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), all_logits};
+    const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
+    TESSERA_RETURN_IF_ERROR(model_->forward(batch, *cache_, all_logits ? logits + done * vocab : logits));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {
   if (tokens.empty()) return InvalidArgument("nothing to score: no tokens");
   if (static_cast<int64_t>(tokens.size()) > context_)
@@ -183,16 +197,7 @@ Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {
   std::vector<float> logits(tokens.size() * vocab);
   auto seq = cache_->create_sequence();
   if (!seq.ok()) return seq.status();
-  Status status;
-  for (size_t done = 0; done < tokens.size() && status.ok();) {
-    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
-    status = cache_->append_slots(*seq, n);
-    if (!status.ok()) break;
-    const BatchSeq bs{*seq, 0, n, static_cast<int32_t>(done), true};
-    const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
-    status = model_->forward(batch, *cache_, logits.data() + done * vocab);
-    done += static_cast<size_t>(n);
-  }
+  const Status status = extend(*seq, tokens, 0, /*all_logits=*/true, logits.data());
   last_kv_stats_ = cache_->stats();
   cache_->release(*seq);
   if (!status.ok()) return status;

@@ -66,6 +66,11 @@ class Session {
   // position: [tokens.size(), vocab_size] row-major (perplexity, tests).
   Result<std::vector<float>> score(std::span<const int32_t> tokens);
 
+  // Appends `tokens` to `seq` (at positions n_past...) in chunks that bound
+  // the model's scratch memory. logits: with all_logits every row
+  // [tokens.size(), vocab], else the last token's row [vocab].
+  Status extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits, float* logits);
+
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   Model& model() { return *model_; }
   DecodingStrategy& strategy() { return *strategy_; }
