@@ -23,7 +23,9 @@ void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n_ro
 }
 
 void swiglu_inplace(float* gate, const float* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelRows * 1024)
+// Parallel from a few thousand elements: each costs an expf, so even one
+// decode batch (rows x n_ff) is tens of microseconds of serial work otherwise.
+#pragma omp parallel for simd schedule(static) if (n >= 4096)
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];

@@ -15,18 +15,21 @@
 namespace tessera::plugins {
 namespace {
 
+using paged_attention::accumulate_values;
 using paged_attention::group_scores;
-using paged_attention::softmax_accumulate;
+using paged_attention::softmax_update;
+using paged_attention::ValueRun;
 
-// Longest run of rows handled at once: bounds the score scratch however large
-// a block is (a contiguous cache's block is the whole context).
+// Keys scored before one online-softmax step: bounds the score scratch however
+// large a block is (a contiguous cache's block is the whole context). A chunk
+// crosses block boundaries, so a decode over a short context takes one step.
 constexpr int32_t kMaxRun = 256;
 // Split-K never makes parts shorter than this: below it the merge and the
 // extra task cost more than the parallelism gains.
 constexpr int64_t kMinSplitKeys = 512;
 // Waking a thread team costs microseconds; below ~1M multiply-adds (a short
 // decode) one thread finishes sooner than the team would start.
-constexpr double kParallelThreshold = 1 << 20;
+constexpr double kParallelThreshold = 1 << 16;
 
 // Query rows [row_begin, row_end) of one sequence, every query head of KV head
 // `kv_head`, against keys [key_begin, key_end).
@@ -98,29 +101,48 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   std::fill(w.m, w.m + n_vec, -std::numeric_limits<float>::infinity());
   std::fill(w.l, w.l + n_vec, 0.0f);
 
-  // Runs of consecutive rows of one block, in table order.
+  // Chunks of up to kMaxRun keys in table order, each cut into runs of
+  // consecutive rows of one block.
+  struct KeyRun {
+    const float* k;  // row t at k + t * stride
+    const float* v;
+    int32_t n;
+  };
+  KeyRun key_runs[kMaxRun];
+  ValueRun value_runs[kMaxRun];
   for (int64_t first = task.key_begin; first < task.key_end;) {
-    const int64_t block_start = first / B * B;
-    const int64_t run_end = std::min({block_start + B, task.key_end, first + kMaxRun});
-    const int64_t physical = seq.block_table[static_cast<size_t>(first / B)];
-    const int64_t offset = (physical * B + (first - block_start)) * stride + static_cast<int64_t>(task.kv_head) * D;
-    const float* k = a.kv.k + offset;  // row t of the run at k + t * stride
-    const float* v = a.kv.v + offset;
+    const int64_t chunk_end = std::min(task.key_end, first + kMaxRun);
+    int32_t n_runs = 0;
+    for (int64_t key = first; key < chunk_end;) {
+      const int64_t block_start = key / B * B;
+      const int64_t run_end = std::min(block_start + B, chunk_end);
+      const int64_t physical = seq.block_table[static_cast<size_t>(key / B)];
+      const int64_t offset = (physical * B + (key - block_start)) * stride + static_cast<int64_t>(task.kv_head) * D;
+      key_runs[n_runs++] = {a.kv.k + offset, a.kv.v + offset, static_cast<int32_t>(run_end - key)};
+      key = run_end;
+    }
     for (int32_t r = 0; r < n_rows; ++r) {
       // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
       const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
-      const int64_t visible = std::min(run_end, position + 1) - first;
+      const int64_t visible = std::min(chunk_end, position + 1) - first;
       if (visible <= 0) continue;
       const auto n = static_cast<int32_t>(visible);
       const int64_t vec0 = static_cast<int64_t>(r) * group;
-      group_scores(w.q + vec0 * D, group, k, stride, D, n, w.s, kMaxRun);
+      int32_t n_value_runs = 0;
+      for (int32_t done = 0, i = 0; done < n; ++i) {
+        const int32_t take = std::min(key_runs[i].n, n - done);
+        group_scores(w.q + vec0 * D, group, key_runs[i].k, stride, D, take, w.s + done, kMaxRun);
+        value_runs[n_value_runs++] = {key_runs[i].v, take};
+        done += take;
+      }
       for (int32_t g = 0; g < group; ++g) {
         const int64_t vec = vec0 + g;
-        softmax_accumulate(w.s + static_cast<int64_t>(g) * kMaxRun, n, v, stride, D, w.m + vec, w.l + vec,
-                           w.acc + vec * D);
+        float* weights = w.s + static_cast<int64_t>(g) * kMaxRun;
+        const float correction = softmax_update(weights, n, w.m + vec, w.l + vec);
+        accumulate_values(weights, value_runs, n_value_runs, stride, D, correction, w.acc + vec * D);
       }
     }
-    first = run_end;
+    first = chunk_end;
   }
 
   if (task.partial >= 0) {

@@ -21,12 +21,22 @@ float exp_nonpositive(float x);
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,
                   float* s, int32_t ld_s);
 
-// One online-softmax step of one query over n scores (s is overwritten with
-// the weights exp(s - m')):
-//   m' = max(m, max s);  l = l * exp(m - m') + sum exp(s - m');
-//   acc = acc * exp(m - m') + sum_t exp(s[t] - m') * v[t * stride]
-// acc is [head_dim]. m starts at -inf, l and acc at 0.
-void softmax_accumulate(float* s, int32_t n, const float* v, int64_t stride, int32_t head_dim, float* m, float* l,
-                        float* acc);
+// One online-softmax step of one query over the n scores of a chunk of keys
+// (s is overwritten with the weights exp(s - m')):
+//   m' = max(m, max s);  l = l * exp(m - m') + sum exp(s - m')
+// Returns exp(m - m'), the factor the query's accumulator must be scaled by.
+// m starts at -inf and l at 0.
+float softmax_update(float* s, int32_t n, float* m, float* l);
+
+// Consecutive key rows of one block (V rows v + t * stride, t < n).
+struct ValueRun {
+  const float* v;
+  int32_t n;
+};
+
+// acc = acc * correction + sum over the runs of p[t] * v[t * stride], with p
+// the weights of all runs back to back. acc is [head_dim].
+void accumulate_values(const float* p, const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                       float correction, float* acc);
 
 }  // namespace tessera::plugins::paged_attention

@@ -24,6 +24,9 @@ inline constexpr int kSimdLevelCount = 4;
 // The largest tile a quantized tile kernel accepts.
 inline constexpr int kMaxTileW = 4;  // weight rows
 inline constexpr int kMaxTileX = 4;  // activation rows
+// The largest number of activation rows a repacked-group kernel accepts. A
+// decode batch of up to 8 sequences then reads each weight group once per step.
+inline constexpr int kMaxRepackX = 8;
 
 // Quantized-domain tile: for wi < nw, xi < nx,
 //   y[xi * y_stride + wi] = dot(weight row wi, activation row xi)
@@ -40,7 +43,7 @@ using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 
 // Repacked 8-row group (blocks.hpp: BlockQ4_1x8, BlockQ8_0x8) of nb blocks: for
-// xi < nx <= kMaxTileX and r < 8, y[xi * y_stride + r] = dot(row r, activation row xi).
+// xi < nx <= kMaxRepackX and r < 8, y[xi * y_stride + r] = dot(row r, activation row xi).
 using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx,
                               float* y, size_t y_stride);
 

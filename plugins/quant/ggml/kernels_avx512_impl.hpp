@@ -267,6 +267,7 @@ float dot_half(const void* w, const float* x, int64_t n) {
   return hsum(_mm512_add_ps(acc0, acc1));
 }
 
+#define TESSERA_GGML_REPACK_TILE_X 8
 #include "kernels_repack_impl.hpp"
 
 const KernelTable& make_table(SimdLevel level, const char* name) {

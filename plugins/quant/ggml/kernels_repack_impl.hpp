@@ -16,6 +16,12 @@
 #ifndef TESSERA_GGML_VNNI
 #error "define TESSERA_GGML_VNNI before including kernels_repack_impl.hpp"
 #endif
+// Activation rows one kernel instance keeps in registers: 4 with AVX2's 16 ymm
+// registers; 8 where AVX-512VL gives 32 (8 accumulators + 8 unpacked quant
+// vectors + scales still fit). Larger nx are taken in chunks of this size.
+#ifndef TESSERA_GGML_REPACK_TILE_X
+#define TESSERA_GGML_REPACK_TILE_X 4
+#endif
 
 namespace repack {
 
@@ -117,23 +123,36 @@ void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
-template <void (*F1)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t),
-          void (*F2)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t),
-          void (*F3)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t),
-          void (*F4)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t)>
+using GroupFn = void (*)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t);
+
+// nx <= tile_x rows in one call of the matching instance, larger nx in chunks.
+template <template <int> class K>
 void by_nx(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t x_row_blocks, int nx,
            float* y, size_t y_stride) {
-  switch (nx) {
-    case 1: F1(group, nb, x, x_row_blocks, y, y_stride); break;
-    case 2: F2(group, nb, x, x_row_blocks, y, y_stride); break;
-    case 3: F3(group, nb, x, x_row_blocks, y, y_stride); break;
-    default: F4(group, nb, x, x_row_blocks, y, y_stride); break;
+  constexpr int kTile = TESSERA_GGML_REPACK_TILE_X;
+  static constexpr GroupFn table[8] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
+                                       K<kTile >= 5 ? 5 : 1>::run, K<kTile >= 6 ? 6 : 1>::run,
+                                       K<kTile >= 7 ? 7 : 1>::run, K<kTile >= 8 ? 8 : 1>::run};
+  for (int x0 = 0; x0 < nx; x0 += kTile) {
+    const int n = nx - x0 < kTile ? nx - x0 : kTile;
+    table[n - 1](group, nb, x + x0 * x_row_blocks, x_row_blocks, y + x0 * y_stride, y_stride);
   }
 }
 
-constexpr tessera::ggml::RepackTileFn q4_1x8 =
-    &by_nx<q4_1x8_fixed<1>, q4_1x8_fixed<2>, q4_1x8_fixed<3>, q4_1x8_fixed<4>>;
-constexpr tessera::ggml::RepackTileFn q8_0x8 =
-    &by_nx<q8_0x8_fixed<1>, q8_0x8_fixed<2>, q8_0x8_fixed<3>, q8_0x8_fixed<4>>;
+template <int NX>
+struct Q4_1x8 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t xb, float* y, size_t ys) {
+    q4_1x8_fixed<NX>(g, nb, x, xb, y, ys);
+  }
+};
+template <int NX>
+struct Q8_0x8 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t xb, float* y, size_t ys) {
+    q8_0x8_fixed<NX>(g, nb, x, xb, y, ys);
+  }
+};
+
+constexpr tessera::ggml::RepackTileFn q4_1x8 = &by_nx<Q4_1x8>;
+constexpr tessera::ggml::RepackTileFn q8_0x8 = &by_nx<Q8_0x8>;
 
 }  // namespace repack

@@ -61,10 +61,13 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
   for (; r < r1 && r + kRepackRows <= repacked_rows_; r += kRepackRows) {
     group(repacked_.data() + r * row_bytes_, nb, xq, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
   }
+  const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {
     const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, r1 - r));
-    tile(weights_ + r * row_bytes_, row_bytes_, nw, xq, static_cast<size_t>(nb), nx, nb, y + r,
-         static_cast<size_t>(out_));
+    for (int x0 = 0; x0 < nx; x0 += tile_x) {
+      tile(weights_ + r * row_bytes_, row_bytes_, nw, xq + x0 * nb, static_cast<size_t>(nb), std::min(tile_x, nx - x0),
+           nb, y + x0 * out_ + r, static_cast<size_t>(out_));
+    }
   }
 }
 
@@ -78,7 +81,6 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     const size_t needed = static_cast<size_t>(n_rows * nb);
     if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
     BlockQ8_1* xq = x_q8_.data();
-    const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
 #pragma omp parallel if (parallel)
@@ -101,8 +103,8 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
           const int64_t x1 = std::min(n_rows, x0 + kXChunk);
           for (int64_t r = wr.begin; r < wr.end; r += kRepackRows) {
             const int64_t r1 = std::min(wr.end, r + kRepackRows);
-            for (int64_t xi = x0; xi < x1; xi += tile_x) {
-              const int nx = static_cast<int>(std::min<int64_t>(tile_x, x1 - xi));
+            for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
+              const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
               rows(k, r, r1, xq + xi * nb, nx, y + xi * out_);
             }
           }

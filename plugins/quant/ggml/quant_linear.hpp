@@ -29,7 +29,7 @@ class QuantLinear final : public Linear {
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
 
  private:
-  // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxTileX activation
+  // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
   // rows; y points at the first activation row's outputs.
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, int nx, float* y) const;
 

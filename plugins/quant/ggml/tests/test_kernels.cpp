@@ -183,7 +183,7 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
     for (int64_t nb : {1, 3, 18, 48}) {
       const int64_t cols = nb * 32;
       const auto w = make_weights(type, kRows, cols, static_cast<uint32_t>(nb * 5 + 3));
-      const auto x = make_activations(kMaxTileX, cols, static_cast<uint32_t>(nb * 7 + 4));
+      const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
       const size_t row_bytes = dtype_row_bytes(type, cols);
       std::vector<uint8_t> packed(w.size());
       if (type == DType::q4_1) {
@@ -195,10 +195,13 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
       const RepackTileFn simd_fn = type == DType::q4_1 ? simd.q4_1x8 : simd.q8_0x8;
       const RepackTileFn ref_fn = type == DType::q4_1 ? ref.q4_1x8 : ref.q8_0x8;
       const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1 : ref.q8_0;
-      for (int nx = 1; nx <= kMaxTileX; ++nx) {
-        float want[kMaxTileX][8], got[kMaxTileX][8], plain_y[kMaxTileX][8];
-        for (int r0 = 0; r0 < 8; r0 += 4)
-          plain(w.data() + (8 + r0) * row_bytes, row_bytes, 4, x.data(), nb, nx, nb, &plain_y[0][r0], 8);
+      for (int nx = 1; nx <= kMaxRepackX; ++nx) {
+        float want[kMaxRepackX][8], got[kMaxRepackX][8], plain_y[kMaxRepackX][8];
+        for (int x0 = 0; x0 < nx; x0 += kMaxTileX) {
+          for (int r0 = 0; r0 < 8; r0 += 4)
+            plain(w.data() + (8 + r0) * row_bytes, row_bytes, 4, x.data() + x0 * nb, nb, std::min(kMaxTileX, nx - x0), nb,
+                  &plain_y[x0][r0], 8);
+        }
         ref_fn(group, nb, x.data(), nb, nx, &want[0][0], 8);
         simd_fn(group, nb, x.data(), nb, nx, &got[0][0], 8);
         for (int xi = 0; xi < nx; ++xi) {
