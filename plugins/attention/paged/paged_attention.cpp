@@ -31,16 +31,19 @@ constexpr int64_t kMinSplitKeys = 512;
 // decode) one thread finishes sooner than the team would start.
 constexpr double kParallelThreshold = 1 << 16;
 
-// Query rows [row_begin, row_end) of one sequence, every query head of KV head
-// `kv_head`, against keys [key_begin, key_end).
+// Query rows [row_begin, row_end) of one sequence, every query head of KV heads
+// [kv_head, kv_head_end), against keys [key_begin, key_end). A task with
+// several KV heads walks each block once for all of them, so the block's rows
+// (contiguous in the pool) are read in one sweep.
 struct Task {
   int32_t seq;
   int32_t kv_head;
+  int32_t kv_head_end;
   int32_t row_begin;  // query index within the sequence (position n_past + row)
   int32_t row_end;
   int64_t key_begin;
   int64_t key_end;
-  int64_t partial;  // -1: the task covers every key and writes `out`; else offset of its state in the partials
+  int64_t partial;  // -1: the task covers every key and writes `out`; else offset of its state in the partials (one KV head)
 };
 
 // The parts of one split item, to be combined into `out`.
@@ -59,6 +62,8 @@ int64_t partial_floats(int32_t n_vec, int32_t head_dim) { return static_cast<int
 // Per-thread scratch, carved from one allocation made before the parallel
 // region (nothing may throw inside it).
 struct Scratch {
+  // Vector (h, r, g): KV head kv_head + h, row r, head g of its group, at
+  // index (h * n_rows + r) * group + g.
   float* q;    // [n_vec, head_dim]  queries of the task, pre-scaled
   float* acc;  // [n_vec, head_dim]  unnormalized outputs
   float* m;    // [n_vec]            running max
@@ -87,14 +92,19 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   const int32_t B = a.kv.block_size;
   const int64_t stride = a.kv.row_stride();
   const int32_t n_rows = task.row_end - task.row_begin;
-  const int32_t n_vec = n_rows * group;  // vector r * group + g: row r, head kv_head * group + g
+  const int32_t n_heads = task.kv_head_end - task.kv_head;
+  const int32_t n_vec = n_heads * n_rows * group;
+  auto vec_index = [&](int32_t h, int32_t r, int32_t g) { return (static_cast<int64_t>(h) * n_rows + r) * group + g; };
+  auto head_of = [&](int32_t h, int32_t g) { return static_cast<int64_t>(task.kv_head + h) * group + g; };
 
-  for (int32_t r = 0; r < n_rows; ++r) {
-    const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
-    for (int32_t g = 0; g < group; ++g) {
-      const float* q = a.q + (q_row * a.n_head + task.kv_head * group + g) * D;  // [head_dim]
-      float* dst = w.q + (static_cast<int64_t>(r) * group + g) * D;
-      for (int32_t d = 0; d < D; ++d) dst[d] = q[d] * a.scale;
+  for (int32_t h = 0; h < n_heads; ++h) {
+    for (int32_t r = 0; r < n_rows; ++r) {
+      const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
+      for (int32_t g = 0; g < group; ++g) {
+        const float* q = a.q + (q_row * a.n_head + head_of(h, g)) * D;  // [head_dim]
+        float* dst = w.q + vec_index(h, r, g) * D;
+        for (int32_t d = 0; d < D; ++d) dst[d] = q[d] * a.scale;
+      }
     }
   }
   std::fill(w.acc, w.acc + static_cast<int64_t>(n_vec) * D, 0.0f);
@@ -104,8 +114,7 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   // Chunks of up to kMaxRun keys in table order, each cut into runs of
   // consecutive rows of one block.
   struct KeyRun {
-    const float* k;  // row t at k + t * stride
-    const float* v;
+    int64_t offset;  // of the run's first row (KV head 0) in the pool
     int32_t n;
   };
   KeyRun key_runs[kMaxRun];
@@ -117,35 +126,38 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
       const int64_t block_start = key / B * B;
       const int64_t run_end = std::min(block_start + B, chunk_end);
       const int64_t physical = seq.block_table[static_cast<size_t>(key / B)];
-      const int64_t offset = (physical * B + (key - block_start)) * stride + static_cast<int64_t>(task.kv_head) * D;
-      key_runs[n_runs++] = {a.kv.k + offset, a.kv.v + offset, static_cast<int32_t>(run_end - key)};
+      key_runs[n_runs++] = {(physical * B + (key - block_start)) * stride, static_cast<int32_t>(run_end - key)};
       key = run_end;
     }
-    for (int32_t r = 0; r < n_rows; ++r) {
-      // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
-      const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
-      const int64_t visible = std::min(chunk_end, position + 1) - first;
-      if (visible <= 0) continue;
-      const auto n = static_cast<int32_t>(visible);
-      const int64_t vec0 = static_cast<int64_t>(r) * group;
-      int32_t n_value_runs = 0;
-      for (int32_t done = 0, i = 0; done < n; ++i) {
-        const int32_t take = std::min(key_runs[i].n, n - done);
-        group_scores(w.q + vec0 * D, group, key_runs[i].k, stride, D, take, w.s + done, kMaxRun);
-        value_runs[n_value_runs++] = {key_runs[i].v, take};
-        done += take;
-      }
-      for (int32_t g = 0; g < group; ++g) {
-        const int64_t vec = vec0 + g;
-        float* weights = w.s + static_cast<int64_t>(g) * kMaxRun;
-        const float correction = softmax_update(weights, n, w.m + vec, w.l + vec);
-        accumulate_values(weights, value_runs, n_value_runs, stride, D, correction, w.acc + vec * D);
+    for (int32_t h = 0; h < n_heads; ++h) {
+      const int64_t head_offset = static_cast<int64_t>(task.kv_head + h) * D;
+      for (int32_t r = 0; r < n_rows; ++r) {
+        // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
+        const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
+        const int64_t visible = std::min(chunk_end, position + 1) - first;
+        if (visible <= 0) continue;
+        const auto n = static_cast<int32_t>(visible);
+        const int64_t vec0 = vec_index(h, r, 0);
+        int32_t n_value_runs = 0;
+        for (int32_t done = 0, i = 0; done < n; ++i) {
+          const int32_t take = std::min(key_runs[i].n, n - done);
+          const int64_t offset = key_runs[i].offset + head_offset;
+          group_scores(w.q + vec0 * D, group, a.kv.k + offset, stride, D, take, w.s + done, kMaxRun);
+          value_runs[n_value_runs++] = {a.kv.v + offset, take};
+          done += take;
+        }
+        for (int32_t g = 0; g < group; ++g) {
+          const int64_t vec = vec0 + g;
+          float* weights = w.s + static_cast<int64_t>(g) * kMaxRun;
+          const float correction = softmax_update(weights, n, w.m + vec, w.l + vec);
+          accumulate_values(weights, value_runs, n_value_runs, stride, D, correction, w.acc + vec * D);
+        }
       }
     }
     first = chunk_end;
   }
 
-  if (task.partial >= 0) {
+  if (task.partial >= 0) {  // one KV head: vector index r * group + g, as run_merge reads it
     float* state = partials + task.partial;  // [n_vec, head_dim + 2]
     for (int32_t vec = 0; vec < n_vec; ++vec) {
       float* dst = state + static_cast<int64_t>(vec) * (D + 2);
@@ -155,13 +167,15 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
     }
     return;
   }
-  for (int32_t r = 0; r < n_rows; ++r) {
-    const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
-    for (int32_t g = 0; g < group; ++g) {
-      const int64_t vec = static_cast<int64_t>(r) * group + g;
-      float* out = a.out + (q_row * a.n_head + task.kv_head * group + g) * D;  // [head_dim]
-      const float inv = 1.0f / w.l[vec];  // l >= 1: each query sees at least its own key
-      for (int32_t d = 0; d < D; ++d) out[d] = w.acc[vec * D + d] * inv;
+  for (int32_t h = 0; h < n_heads; ++h) {
+    for (int32_t r = 0; r < n_rows; ++r) {
+      const int64_t q_row = static_cast<int64_t>(seq.q_row) + task.row_begin + r;
+      for (int32_t g = 0; g < group; ++g) {
+        const int64_t vec = vec_index(h, r, g);
+        float* out = a.out + (q_row * a.n_head + head_of(h, g)) * D;  // [head_dim]
+        const float inv = 1.0f / w.l[vec];  // l >= 1: each query sees at least its own key
+        for (int32_t d = 0; d < D; ++d) out[d] = w.acc[vec * D + d] * inv;
+      }
     }
   }
 }
@@ -245,6 +259,9 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     // that uneven ones even out, as long as parts stay long enough to pay off.
     const int64_t base_tasks = static_cast<int64_t>(items.size()) * a.n_kv_head;
     const int64_t wanted_parts = n_threads == 1 ? 1 : (4 * n_threads + base_tasks - 1) / base_tasks;
+    // With enough items to keep every thread busy, one task takes all KV heads
+    // of its item (one sweep over each block); otherwise one head per task.
+    const bool whole_items = static_cast<int64_t>(items.size()) >= 4 * n_threads;
 
     std::vector<Task> tasks;
     std::vector<Merge> merges;
@@ -253,15 +270,19 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
       int64_t parts = splits_ > 0 ? splits_ : std::min(wanted_parts, item.n_keys / kMinSplitKeys);
       parts = std::clamp<int64_t>(parts, 1, item.n_keys);
       const int32_t n_vec = (item.row_end - item.row_begin) * group;
+      if (parts == 1 && whole_items) {
+        tasks.push_back({item.seq, 0, a.n_kv_head, item.row_begin, item.row_end, 0, item.n_keys, -1});
+        continue;
+      }
       for (int32_t h = 0; h < a.n_kv_head; ++h) {
         if (parts == 1) {
-          tasks.push_back({item.seq, h, item.row_begin, item.row_end, 0, item.n_keys, -1});
+          tasks.push_back({item.seq, h, h + 1, item.row_begin, item.row_end, 0, item.n_keys, -1});
           continue;
         }
         merges.push_back({item.seq, h, item.row_begin, item.row_end, partial_total, static_cast<int32_t>(parts)});
         for (int32_t p = 0; p < parts; ++p) {
           const auto P = static_cast<int32_t>(parts);
-          tasks.push_back({item.seq, h, item.row_begin, item.row_end,
+          tasks.push_back({item.seq, h, h + 1, item.row_begin, item.row_end,
                            part_boundary(item.n_keys, P, p, a.kv.block_size),
                            part_boundary(item.n_keys, P, p + 1, a.kv.block_size), partial_total});
           partial_total += partial_floats(n_vec, a.head_dim);
@@ -269,7 +290,7 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
       }
     }
 
-    const int64_t max_vec = static_cast<int64_t>(query_rows_) * group;
+    const int64_t max_vec = static_cast<int64_t>(query_rows_) * group * (whole_items ? a.n_kv_head : 1);
     const size_t per_thread = scratch_floats(max_vec, a.head_dim, group);
     const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
     std::vector<float> scratch(per_thread * static_cast<size_t>(team));

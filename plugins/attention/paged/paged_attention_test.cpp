@@ -1,6 +1,8 @@
 // The paged kernel against the reference kernel on random data laid out in
 // shuffled blocks (sizes 1, 7, 16, 128): prefill, decode, chunked prefill,
-// several sequences per call, GQA ratios 1, 3 and 4, odd head sizes, and
+// several sequences per call (enough, in the batches of nine, that one task
+// takes every KV head of a sequence), GQA ratios 1, 2, 3 and 4, head sizes 5,
+// 32, 64 and 128 (the last two have their own compiled loops), and
 // split-K forced to several part counts as well as chosen automatically.
 //
 // Tolerance: |paged - reference| <= 2e-5 + 1e-4 * |reference| per element. The
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
@@ -69,6 +72,11 @@ std::vector<Case> cases() {
       {"chunked: 129 queries after 129, GQA 4", {{129, 129}}, 1, 4, 32},
       {"four sequences in one call", {{0, 7}, {128, 1}, {20, 33}, {0, 1}}, 2, 4, 64},
       {"decode batch of three, GQA 3", {{300, 1}, {17, 1}, {1, 1}}, 3, 3, 64},
+      // Enough sequences that one task takes every KV head of a sequence.
+      {"decode batch of nine, GQA 3",
+       {{300, 1}, {17, 1}, {1, 1}, {64, 1}, {0, 1}, {129, 1}, {15, 1}, {16, 1}, {33, 1}}, 3, 3, 64},
+      {"decode batch of nine, head_dim 128",
+       {{30, 1}, {17, 1}, {1, 1}, {64, 1}, {0, 1}, {129, 1}, {15, 1}, {16, 1}, {260, 1}}, 2, 2, 128},
       {"odd head_dim 5, GQA 3", {{7, 33}, {0, 129}}, 3, 3, 5},
       {"large scores stress the running max", {{60, 70}}, 2, 2, 64, 40.0f},
   };
@@ -113,6 +121,42 @@ TEST(PAGED_SUITE, PolynomialExpTracksStdExp) {
   EXPECT_LT(paged_attention::exp_nonpositive(-1000.0f), 1e-37f);
   EXPECT_LT(paged_attention::exp_nonpositive(-std::numeric_limits<float>::infinity()), 1e-37f);
   EXPECT_TRUE(std::isnan(paged_attention::exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(PAGED_SUITE, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
+  // Tolerance: 1e-6 * sum |q_d k_d| + 1e-7, the f32 rounding of a dot product of
+  // at most 128 terms in any summation order.
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (int32_t head_dim : {5, 8, 16, 24, 48, 64, 128}) {
+    constexpr int32_t kGroup = 3, kKeys = 21, kLd = 32;
+    const int64_t stride = 2 * head_dim + 3;  // rows of other heads lie between
+    std::vector<float> q(static_cast<size_t>(kGroup * head_dim)), k(static_cast<size_t>(kKeys * stride));
+    for (float& x : q) x = uniform(rng);
+    for (float& x : k) x = uniform(rng);
+    for (auto isa : {paged_attention::ScoresIsa::generic, paged_attention::ScoresIsa::avx2,
+                     paged_attention::ScoresIsa::avx512}) {
+      std::vector<float> s(static_cast<size_t>(kGroup * kLd), -7.0f);
+      if (!paged_attention::group_scores_on(isa, q.data(), kGroup, k.data(), stride, head_dim, kKeys, s.data(), kLd)) {
+        std::printf("[ skipped ] score loop %d for head_dim %d: not on this CPU/build or head_dim does not fit it\n",
+                    static_cast<int>(isa), head_dim);
+        continue;
+      }
+      for (int32_t g = 0; g < kGroup; ++g) {
+        for (int32_t t = 0; t < kKeys; ++t) {
+          double want = 0.0, magnitude = 0.0;
+          for (int32_t d = 0; d < head_dim; ++d) {
+            const double p = static_cast<double>(q[static_cast<size_t>(g * head_dim + d)]) * k[static_cast<size_t>(t * stride + d)];
+            want += p;
+            magnitude += std::abs(p);
+          }
+          EXPECT_NEAR(s[static_cast<size_t>(g * kLd + t)], want, 1e-6 * magnitude + 1e-7)
+              << "isa " << static_cast<int>(isa) << " head_dim " << head_dim << " g " << g << " t " << t;
+        }
+        EXPECT_EQ(s[static_cast<size_t>(g * kLd + kKeys)], -7.0f) << "wrote past the keys";
+      }
+    }
+  }
 }
 
 TEST(PAGED_SUITE, EntryDescribesThePluginAndDefaultsWork) {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 // Runtime dispatch without a global -march: each marked function is compiled
 // for AVX-512, Haswell (AVX2 + FMA) and baseline x86-64, one picked when the
 // library loads, so the plugin never runs an instruction the CPU lacks.
@@ -62,6 +66,61 @@ template <int32_t kDim>
     }
   }
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
+#define TESSERA_PAGED_X86_SCORES 1
+// Scores with explicit vectors for head_dim a multiple of 16 (AVX-512) or 8
+// (AVX2): the compiler's OpenMP reduction ends each dot product with its lanes
+// added one after another, a 16-deep dependency chain per score; these end it
+// with a shuffle tree.
+__attribute__((target("avx512f"))) void group_scores_avx512(const float* __restrict q, int32_t n_q,
+                                                            const float* __restrict k, int64_t stride,
+                                                            int32_t head_dim, int32_t n, float* __restrict s,
+                                                            int32_t ld_s) {
+  for (int32_t t = 0; t < n; ++t) {
+    const float* k_row = k + t * stride;
+    for (int32_t g = 0; g < n_q; ++g) {
+      const float* q_row = q + static_cast<int64_t>(g) * head_dim;
+      __m512 acc0 = _mm512_mul_ps(_mm512_loadu_ps(q_row), _mm512_loadu_ps(k_row));
+      __m512 acc1 = _mm512_setzero_ps();
+      int32_t d = 16;
+      for (; d + 32 <= head_dim; d += 32) {
+        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), _mm512_loadu_ps(k_row + d), acc1);
+        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d + 16), _mm512_loadu_ps(k_row + d + 16), acc0);
+      }
+      if (d < head_dim) acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), _mm512_loadu_ps(k_row + d), acc1);
+      s[static_cast<int64_t>(g) * ld_s + t] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void group_scores_avx2(const float* __restrict q, int32_t n_q,
+                                                           const float* __restrict k, int64_t stride,
+                                                           int32_t head_dim, int32_t n, float* __restrict s,
+                                                           int32_t ld_s) {
+  for (int32_t t = 0; t < n; ++t) {
+    const float* k_row = k + t * stride;
+    for (int32_t g = 0; g < n_q; ++g) {
+      const float* q_row = q + static_cast<int64_t>(g) * head_dim;
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+      int32_t d = 0;
+      for (; d + 16 <= head_dim; d += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d), _mm256_loadu_ps(k_row + d), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d + 8), _mm256_loadu_ps(k_row + d + 8), acc1);
+      }
+      if (d < head_dim) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d), _mm256_loadu_ps(k_row + d), acc0);
+      const __m256 v = _mm256_add_ps(acc0, acc1);
+      __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+      x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+      x = _mm_add_ss(x, _mm_movehdup_ps(x));
+      s[static_cast<int64_t>(g) * ld_s + t] = _mm_cvtss_f32(x);
+    }
+  }
+}
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
 
 template <int32_t kDim>
 [[gnu::always_inline]] inline void accumulate_loop(const float* __restrict p, const ValueRun* runs, int32_t n_runs,
@@ -140,10 +199,32 @@ float exp_nonpositive(float x) { return exp_core(x); }
 
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
                   int32_t ld_s) {
+#ifdef TESSERA_PAGED_X86_SCORES
+  if (kHasAvx512 && head_dim % 16 == 0) return group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
+  if (kHasAvx2 && head_dim % 8 == 0) return group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
+#endif
   switch (head_dim) {
     case 64: return group_scores_d64(q, n_q, k, stride, head_dim, n, s, ld_s);
     case 128: return group_scores_d128(q, n_q, k, stride, head_dim, n, s, ld_s);
     default: return group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s);
+  }
+}
+
+bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+                     int32_t n, float* s, int32_t ld_s) {
+  switch (isa) {
+    case ScoresIsa::generic: group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
+#ifdef TESSERA_PAGED_X86_SCORES
+    case ScoresIsa::avx2:
+      if (!kHasAvx2 || head_dim % 8 != 0) return false;
+      group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
+      return true;
+    case ScoresIsa::avx512:
+      if (!kHasAvx512 || head_dim % 16 != 0) return false;
+      group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
+      return true;
+#endif
+    default: return false;
   }
 }
 

@@ -21,6 +21,14 @@ float exp_nonpositive(float x);
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,
                   float* s, int32_t ld_s);
 
+// The same scores computed by one instruction set's loop, for tests: generic
+// (the compiler's vectorization; any head_dim), AVX2 (head_dim a multiple of 8)
+// or AVX-512 (a multiple of 16). Returns false, computing nothing, when the
+// CPU or the build lacks that loop or head_dim does not fit it.
+enum class ScoresIsa { generic, avx2, avx512 };
+bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+                     int32_t n, float* s, int32_t ld_s);
+
 // One online-softmax step of one query over the n scores of a chunk of keys
 // (s is overwritten with the weights exp(s - m')):
 //   m' = max(m, max s);  l = l * exp(m - m') + sum exp(s - m')
