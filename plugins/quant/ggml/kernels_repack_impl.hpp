@@ -51,10 +51,12 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
   const auto* w = static_cast<const BlockQ4_1x8*>(group);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NX];
+#pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_1x8& wb = w[b];
     __m256i lo[4], hi[4];  // lo[k]: quants 4k..4k+3 of each row, hi[k]: quants 16+4k..
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
       lo[k] = _mm256_and_si256(v, low4);
@@ -62,10 +64,12 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
     }
     const __m256 d = scales8(wb.d);
     const __m256 m = scales8(wb.m);
+#pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
       const tessera::ggml::BlockQ8_1& xb = x[xi * x_row_blocks + b];
 #if TESSERA_GGML_VNNI
       __m256i dot = _mm256_setzero_si256();
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         dot = _mm256_dpbusd_epi32(dot, lo[k], broadcast4(xb.qs + 4 * k));
         dot = _mm256_dpbusd_epi32(dot, hi[k], broadcast4(xb.qs + 16 + 4 * k));
@@ -74,6 +78,7 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
       // Eight vpmaddubsw results summed in i16: each is at most 2 * 15 * 127,
       // eight of them 30480 < 32767, so no saturation.
       __m256i pairs = _mm256_setzero_si256();
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(lo[k], broadcast4(xb.qs + 4 * k)));
         pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(hi[k], broadcast4(xb.qs + 16 + 4 * k)));
@@ -95,18 +100,22 @@ void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
   using tessera::ggml::BlockQ8_0x8;
   const auto* w = static_cast<const BlockQ8_0x8*>(group);
   __m256 acc[NX];
+#pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8_0x8& wb = w[b];
     __m256i q[8], a[8];  // signed quants and their magnitudes (the unsigned operand)
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       q[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
       a[k] = _mm256_sign_epi8(q[k], q[k]);
     }
     const __m256 d = scales8(wb.d);
+#pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
       const tessera::ggml::BlockQ8_1& xb = x[xi * x_row_blocks + b];
       __m256i dot = _mm256_setzero_si256();
+#pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m256i sx = _mm256_sign_epi8(broadcast4(xb.qs + 4 * k), q[k]);  // x carries w's sign
 #if TESSERA_GGML_VNNI
