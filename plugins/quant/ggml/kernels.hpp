@@ -42,10 +42,19 @@ using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 
+// The d and s of each Q8_1 activation block widened to f32 once per forward
+// (quant_linear.cpp), so the repacked kernels broadcast them with plain loads
+// instead of converting them again for every weight group.
+struct ActivationScales {
+  float d;
+  float s;
+};
+
 // Repacked 8-row group (blocks.hpp: BlockQ4_1x8, BlockQ8_0x8) of nb blocks: for
 // xi < nx <= kMaxRepackX and r < 8, y[xi * y_stride + r] = dot(row r, activation row xi).
-using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx,
-                              float* y, size_t y_stride);
+// xs holds the widened scales of x, laid out like x (x_row_blocks per row).
+using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* xs,
+                              size_t x_row_blocks, int nx, float* y, size_t y_stride);
 
 struct KernelTable {
   SimdLevel level;

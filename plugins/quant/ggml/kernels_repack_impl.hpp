@@ -35,18 +35,9 @@ inline __m256 scales8(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// (d, s) of one activation block as two broadcasts.
-inline void x_scales(const tessera::ggml::BlockQ8_1& xb, __m256* d, __m256* s) {
-  uint32_t ds;
-  __builtin_memcpy(&ds, &xb.d, 4);
-  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(ds)));
-  *d = _mm256_broadcastss_ps(f);
-  *s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_set1_epi32(1));
-}
-
 template <int NX>
-void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t x_row_blocks,
-                  float* y, size_t y_stride) {
+void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   using tessera::ggml::BlockQ4_1x8;
   const auto* w = static_cast<const BlockQ4_1x8*>(group);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -85,18 +76,17 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
       }
       const __m256i dot = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 #endif
-      __m256 dx, sx;
-      x_scales(xb, &dx, &sx);
-      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(dot), acc[xi]);
-      acc[xi] = _mm256_fmadd_ps(m, sx, acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
+      const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
+      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(dot), acc[xi]);
+      acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
     }
   }
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
 template <int NX>
-void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t x_row_blocks,
-                  float* y, size_t y_stride) {
+void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   using tessera::ggml::BlockQ8_0x8;
   const auto* w = static_cast<const BlockQ8_0x8*>(group);
   __m256 acc[NX];
@@ -124,40 +114,42 @@ void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
         dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(a[k], sx), _mm256_set1_epi16(1)));
 #endif
       }
-      __m256 dx, sx_unused;
-      x_scales(xb, &dx, &sx_unused);
+      const __m256 dx = _mm256_set1_ps(xs[xi * x_row_blocks + b].d);
       acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(dot), acc[xi]);
     }
   }
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
-using GroupFn = void (*)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, size_t, float*, size_t);
+using GroupFn = void (*)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, const tessera::ggml::ActivationScales*,
+                         size_t, float*, size_t);
 
 // nx <= tile_x rows in one call of the matching instance, larger nx in chunks.
 template <template <int> class K>
-void by_nx(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t x_row_blocks, int nx,
-           float* y, size_t y_stride) {
+void by_nx(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, const tessera::ggml::ActivationScales* xs,
+           size_t x_row_blocks, int nx, float* y, size_t y_stride) {
   constexpr int kTile = TESSERA_GGML_REPACK_TILE_X;
   static constexpr GroupFn table[8] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
                                        K<kTile >= 5 ? 5 : 1>::run, K<kTile >= 6 ? 6 : 1>::run,
                                        K<kTile >= 7 ? 7 : 1>::run, K<kTile >= 8 ? 8 : 1>::run};
   for (int x0 = 0; x0 < nx; x0 += kTile) {
     const int n = nx - x0 < kTile ? nx - x0 : kTile;
-    table[n - 1](group, nb, x + x0 * x_row_blocks, x_row_blocks, y + x0 * y_stride, y_stride);
+    table[n - 1](group, nb, x + x0 * x_row_blocks, xs + x0 * x_row_blocks, x_row_blocks, y + x0 * y_stride, y_stride);
   }
 }
 
 template <int NX>
 struct Q4_1x8 {
-  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t xb, float* y, size_t ys) {
-    q4_1x8_fixed<NX>(g, nb, x, xb, y, ys);
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    q4_1x8_fixed<NX>(g, nb, x, xs, xb, y, ys);
   }
 };
 template <int NX>
 struct Q8_0x8 {
-  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x, size_t xb, float* y, size_t ys) {
-    q8_0x8_fixed<NX>(g, nb, x, xb, y, ys);
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    q8_0x8_fixed<NX>(g, nb, x, xs, xb, y, ys);
   }
 };
 

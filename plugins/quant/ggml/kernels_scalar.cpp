@@ -71,8 +71,9 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
 }
 
 // Repacked groups, read straight from the layout described in blocks.hpp.
-void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx, float* y,
-            size_t y_stride) {
+// The reference reads the scales from the blocks themselves, not from xs.
+void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/, size_t x_row_blocks,
+            int nx, float* y, size_t y_stride) {
   const auto* w = static_cast<const BlockQ4_1x8*>(group);
   for (int xi = 0; xi < nx; ++xi) {
     for (int r = 0; r < kRepackRows; ++r) {
@@ -94,8 +95,8 @@ void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_bloc
   }
 }
 
-void q8_0x8(const void* group, int64_t nb, const BlockQ8_1* x, size_t x_row_blocks, int nx, float* y,
-            size_t y_stride) {
+void q8_0x8(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/, size_t x_row_blocks,
+            int nx, float* y, size_t y_stride) {
   const auto* w = static_cast<const BlockQ8_0x8*>(group);
   for (int xi = 0; xi < nx; ++xi) {
     for (int r = 0; r < kRepackRows; ++r) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels.hpp"
+#include "tessera/half.hpp"
 #include "repack.hpp"
 #include "row_split.hpp"
 
@@ -52,14 +53,14 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   }
 }
 
-void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, int nx,
-                       float* y) const {
+void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
+                       const ActivationScales* xs, int nx, float* y) const {
   const int64_t nb = in_ / kBlock;
   const RepackTileFn group = type_ == DType::q4_1 ? k.q4_1x8 : k.q8_0x8;
   const QuantTileFn tile = tile_for(k, type_);
   int64_t r = r0;
   for (; r < r1 && r + kRepackRows <= repacked_rows_; r += kRepackRows) {
-    group(repacked_.data() + r * row_bytes_, nb, xq, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
+    group(repacked_.data() + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {
@@ -80,7 +81,9 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     const int64_t nb = in_ / kBlock;
     const size_t needed = static_cast<size_t>(n_rows * nb);
     if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
+    if (repacked_rows_ > 0 && x_scales_.size() < needed) x_scales_.resize(needed);
     BlockQ8_1* xq = x_q8_.data();
+    ActivationScales* xs = x_scales_.data();
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
 #pragma omp parallel if (parallel)
@@ -88,14 +91,19 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       const int nt = omp_get_num_threads();
       const int t = omp_get_thread_num();
       const RowRange xr = split_rows(n_rows, 1, t, nt);
-      for (int64_t i = xr.begin; i < xr.end; ++i) k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
+      for (int64_t i = xr.begin; i < xr.end; ++i) {
+        k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
+        if (xs != nullptr) {
+          for (int64_t b = i * nb; b < (i + 1) * nb; ++b) xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s)};
+        }
+      }
       if (nt > 1) {
 #pragma omp barrier
       }
       // Boundaries on multiples of 8 keep repacked groups whole (and tiles of 4).
       const RowRange wr = split_rows(out_, kRepackRows, t, nt);
       if (n_rows == 1) {
-        rows(k, wr.begin, wr.end, xq, 1, y);
+        rows(k, wr.begin, wr.end, xq, xs, 1, y);
       } else {
         // Each weight group is read once per chunk of activation rows and used
         // for all of them while it sits in L1.
@@ -105,7 +113,7 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
             const int64_t r1 = std::min(wr.end, r + kRepackRows);
             for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
               const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
-              rows(k, r, r1, xq + xi * nb, nx, y + xi * out_);
+              rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * out_);
             }
           }
         }

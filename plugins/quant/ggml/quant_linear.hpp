@@ -31,7 +31,8 @@ class QuantLinear final : public Linear {
  private:
   // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
   // rows; y points at the first activation row's outputs.
-  void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, int nx, float* y) const;
+  void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, const ActivationScales* xs, int nx,
+            float* y) const;
 
   const uint8_t* weights_;
   DType type_;
@@ -42,6 +43,7 @@ class QuantLinear final : public Linear {
   HostBuffer repacked_;          // [repacked_rows_ / 8, in / 32] interleaved blocks, or empty
   int64_t repacked_rows_ = 0;    // rows served from repacked_
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
+  std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32 (repacked path)
 };
 
 }  // namespace tessera::ggml

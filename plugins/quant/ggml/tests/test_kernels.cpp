@@ -202,8 +202,10 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
             plain(w.data() + (8 + r0) * row_bytes, row_bytes, 4, x.data() + x0 * nb, nb, std::min(kMaxTileX, nx - x0), nb,
                   &plain_y[x0][r0], 8);
         }
-        ref_fn(group, nb, x.data(), nb, nx, &want[0][0], 8);
-        simd_fn(group, nb, x.data(), nb, nx, &got[0][0], 8);
+        std::vector<ActivationScales> xs(x.size());
+        for (size_t b = 0; b < x.size(); ++b) xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s)};
+        ref_fn(group, nb, x.data(), xs.data(), nb, nx, &want[0][0], 8);
+        simd_fn(group, nb, x.data(), xs.data(), nb, nx, &got[0][0], 8);
         for (int xi = 0; xi < nx; ++xi) {
           for (int r = 0; r < 8; ++r) {
             EXPECT_EQ(want[xi][r], plain_y[xi][r]) << dtype_name(type) << " nb=" << nb << " (" << xi << "," << r << ")";
