@@ -51,9 +51,9 @@ int describe(const PluginRegistry& registry, const std::string& name) {
     return report_usage(fmt::format("'{}' is ambiguous; name one of:{}", name, list));
   }
   const LoadedPlugin* p = matches.front();
-  fmt::print("{} plugin '{}' {}\n  {}\n  file: {}\n  ABI 1.{}\nparameters:\n", family_name(p->info->family),
+  fmt::print("{} plugin '{}' {}\n  {}\n  file: {}\n  ABI {}.{}\nparameters:\n", family_name(p->info->family),
              p->info->name, p->info->version ? p->info->version : "", p->info->description ? p->info->description : "",
-             p->file.string(), p->abi_minor);
+             p->file.string(), kAbiMajor, p->abi_minor);
   print_params(p->info->params, p->info->param_count);
   return kExitOk;
 }

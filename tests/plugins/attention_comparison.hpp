@@ -35,8 +35,11 @@ struct AttentionCase {
   float q_scale = 1.0f;  // multiplies the random queries: large values stress the online softmax
 };
 
+// kv_dtype f16: the pool holds the random values rounded to f16 and both
+// kernels read that same pool, so the tolerance is unchanged.
 inline void expect_matches_reference(AttentionKernel& kernel, const AttentionCase& c, int32_t block_size,
-                                     uint32_t seed, double abs_tol = 2e-5, double rel_tol = 1e-4) {
+                                     uint32_t seed, double abs_tol = 2e-5, double rel_tol = 1e-4,
+                                     DType kv_dtype = DType::f32) {
   constexpr float kUntouched = 12345.0f;  // rows no sequence owns must keep this
   std::mt19937 rng(seed);
   const int32_t n_head = c.n_kv_head * c.group;
@@ -44,6 +47,7 @@ inline void expect_matches_reference(AttentionKernel& kernel, const AttentionCas
   std::vector<int32_t> lengths;
   for (const AttentionSeqShape& s : c.seqs) lengths.push_back(s.n_past + s.n_query);
   KvTestPool pool = make_shuffled_pool(lengths, block_size, c.n_kv_head, c.head_dim, rng);
+  if (kv_dtype == DType::f16) pool.to_f16();
 
   std::vector<AttentionSeq> seqs;
   int32_t n_rows = 0;

@@ -24,14 +24,28 @@ struct KvTestPool {
   std::vector<float> k;  // [n_blocks, block_size, n_kv_head, head_dim]
   std::vector<float> v;  // [n_blocks, block_size, n_kv_head, head_dim]
   std::vector<std::vector<int32_t>> tables;  // per sequence: logical block -> physical block
+  DType dtype = DType::f32;
+  std::vector<uint16_t> k16, v16;  // the f16 pools, after to_f16()
+
+  // Makes the view an f16 pool holding the values rounded to nearest even (NaN stays NaN).
+  void to_f16() {
+    dtype = DType::f16;
+    k16.resize(k.size());
+    v16.resize(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16[i] = f32_to_f16(k[i]);
+      v16[i] = f32_to_f16(v[i]);
+    }
+  }
 
   KvLayerView view() {
     KvLayerView view;
     view.block_size = block_size;
     view.n_kv_head = n_kv_head;
     view.head_dim = head_dim;
-    view.k = k.data();
-    view.v = v.data();
+    view.dtype = dtype;
+    view.k = dtype == DType::f16 ? static_cast<void*>(k16.data()) : static_cast<void*>(k.data());
+    view.v = dtype == DType::f16 ? static_cast<void*>(v16.data()) : static_cast<void*>(v.data());
     return view;
   }
 };

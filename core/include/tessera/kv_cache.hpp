@@ -5,9 +5,12 @@
 // physical block. A contiguous cache is the case of one block per sequence with
 // B = the maximum context, so every attention kernel reads one layout.
 //
-// Pool layout per layer (K and V alike), f32:
+// Pool layout per layer (K and V alike), elements of the view's dtype (f32, or
+// f16 to halve the memory and the bytes attention reads):
 //   k[n_blocks][block_size][n_kv_head][head_dim]
 // Slot of token position p of a sequence: block = table[p / B], row = p % B.
+// Every attention kernel reads both dtypes; writers (the architecture) convert
+// with tessera/half.hpp, rounding to nearest even.
 //
 // Thread-safety: bookkeeping calls (create, append, fork, truncate, release) are
 // made by one thread, the engine's; attention kernels read views concurrently.
@@ -15,7 +18,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
+#include "tessera/half.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/status.hpp"
 #include "tessera/tensor.hpp"
@@ -32,26 +37,56 @@ struct SequenceStateSpec {
   int64_t max_context = 0;      // longest sequence the model accepts
   uint64_t fixed_bytes_per_sequence = 0;  // Mamba: conv + SSM state, independent of length
 
-  uint64_t kv_bytes_per_token() const {
-    return 2ull * static_cast<uint64_t>(n_layer) * n_kv_head * head_dim * sizeof(float);
+  // K and V of one token over all layers, at `element_bytes` per value (4 for f32, 2 for f16).
+  uint64_t kv_bytes_per_token(uint64_t element_bytes = sizeof(float)) const {
+    return 2ull * static_cast<uint64_t>(n_layer) * n_kv_head * head_dim * element_bytes;
   }
 };
+
+// The element types a cache may hold, by their pipeline names ("f32", "f16").
+inline bool parse_kv_dtype(std::string_view name, DType* out) {
+  if (name == "f32") return *out = DType::f32, true;
+  if (name == "f16") return *out = DType::f16, true;
+  return false;
+}
+inline uint64_t kv_element_bytes(DType dtype) { return dtype == DType::f16 ? 2 : 4; }
 
 // One layer's pools; valid until the next bookkeeping call.
 struct KvLayerView {
   int32_t block_size = 0;
   int32_t n_kv_head = 0;
   int32_t head_dim = 0;
-  float* k = nullptr;  // [n_blocks, block_size, n_kv_head, head_dim]
-  float* v = nullptr;  // [n_blocks, block_size, n_kv_head, head_dim]
+  DType dtype = DType::f32;  // of k and v: f32 or f16
+  void* k = nullptr;         // [n_blocks, block_size, n_kv_head, head_dim]
+  void* v = nullptr;         // [n_blocks, block_size, n_kv_head, head_dim]
+
+  // Typed pools; nullptr when the view holds the other dtype.
+  float* k_f32() const { return dtype == DType::f32 ? static_cast<float*>(k) : nullptr; }
+  float* v_f32() const { return dtype == DType::f32 ? static_cast<float*>(v) : nullptr; }
+  uint16_t* k_f16() const { return dtype == DType::f16 ? static_cast<uint16_t*>(k) : nullptr; }
+  uint16_t* v_f16() const { return dtype == DType::f16 ? static_cast<uint16_t*>(v) : nullptr; }
 
   int64_t row_stride() const { return static_cast<int64_t>(n_kv_head) * head_dim; }
-  // Offset (in floats) of token position `pos` of the sequence with `table`.
+  // Offset (in elements) of token position `pos` of the sequence with `table`.
   int64_t slot_offset(std::span<const int32_t> table, int64_t pos) const {
     const int64_t block = table[static_cast<size_t>(pos / block_size)];
     return (block * block_size + pos % block_size) * row_stride();
   }
 };
+
+// n values at element `offset` of a K or V pool of the view, written from f32
+// (f16 pools round to nearest even) or read as f32.
+inline void kv_store(const KvLayerView& view, void* pool, int64_t offset, const float* src, int64_t n) {
+  if (view.dtype == DType::f16) return f32_to_f16_n(src, static_cast<uint16_t*>(pool) + offset, n);
+  const float* end = src + n;
+  float* dst = static_cast<float*>(pool) + offset;
+  while (src != end) *dst++ = *src++;
+}
+inline void kv_load(const KvLayerView& view, const void* pool, int64_t offset, float* dst, int64_t n) {
+  if (view.dtype == DType::f16) return f16_to_f32_n(static_cast<const uint16_t*>(pool) + offset, dst, n);
+  const float* src = static_cast<const float*>(pool) + offset;
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
 
 struct KvStats {
   int64_t blocks_total = 0;

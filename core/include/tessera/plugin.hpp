@@ -23,7 +23,7 @@
 
 // Bump the major on any incompatible change to a shipped interface or layout;
 // bump the minor on append-only growth.
-#define TESSERA_ABI_MAJOR 1
+#define TESSERA_ABI_MAJOR 2
 #define TESSERA_ABI_MINOR 0
 
 namespace tessera {
@@ -63,7 +63,7 @@ class __attribute__((visibility("default"))) PluginObject {
 // *error on failure. Must not throw.
 using PluginFactory = PluginObject* (*)(const ParamValues& params, std::string* error) noexcept;
 
-// One plugin. Layout frozen for ABI 1.x (see static_asserts below).
+// One plugin. Layout frozen within an ABI major (see static_asserts below).
 struct PluginInfo {
   PluginFamily family;
   const char* name;         // unique within its family, e.g. "paged"
@@ -74,7 +74,7 @@ struct PluginInfo {
   PluginFactory create;
 };
 
-// What the entry returns. Layout frozen for ABI 1.x: abi_major must stay first.
+// What the entry returns. Layout frozen within an ABI major: abi_major must stay first, forever.
 struct PluginLibrary {
   uint32_t abi_major;          // TESSERA_ABI_MAJOR the library was built against
   uint32_t abi_minor;          // TESSERA_ABI_MINOR the library was built against

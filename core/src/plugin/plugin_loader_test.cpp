@@ -55,7 +55,7 @@ TEST(PluginLoader, RefusesAnotherAbiMajorNamingBothVersionsAndTheFile) {
   ASSERT_FALSE(plugins.ok());
   const std::string& m = plugins.status().message();
   EXPECT_NE(m.find("ABI 99."), std::string::npos) << m;
-  EXPECT_NE(m.find("ABI 1."), std::string::npos) << m;
+  EXPECT_NE(m.find("ABI " + std::to_string(kAbiMajor) + "."), std::string::npos) << m;
   EXPECT_NE(m.find(file.string()), std::string::npos) << m;
 }
 

@@ -48,11 +48,12 @@ ParamValues flash_params(int64_t tile, int64_t query_rows) {
 
 // Runs this kernel and the reference on the same random problem and compares
 // every output (tests/plugins/attention_comparison.hpp).
-void compare(const Case& c, int32_t block_size, int64_t tile, int64_t query_rows, uint32_t seed) {
+void compare(const Case& c, int32_t block_size, int64_t tile, int64_t query_rows, uint32_t seed,
+             DType kv_dtype = DType::f32) {
   SCOPED_TRACE(c.name + ", block_size " + std::to_string(block_size) + ", tile " + std::to_string(tile) +
-               ", query_rows " + std::to_string(query_rows));
+               ", query_rows " + std::to_string(query_rows) + ", KV " + std::string(dtype_name(kv_dtype)));
   FlashAttention flash(flash_params(tile, query_rows));
-  test::expect_matches_reference(flash, c, block_size, seed);
+  test::expect_matches_reference(flash, c, block_size, seed, 2e-5, 1e-4, kv_dtype);
 }
 
 std::vector<Case> cases() {
@@ -84,6 +85,15 @@ TEST(FLASH_SUITE, MatchesReferenceWithOddTilings) {
     compare(c, 16, 1, 1, seed++);
     compare(c, 16, 7, 5, seed++);
     compare(c, 128, 100, 3, seed++);
+  }
+}
+
+TEST(FLASH_SUITE, MatchesReferenceOnF16Pools) {
+  // Tiles gather f16 rows and widen them as they transpose K.
+  uint32_t seed = 300;
+  for (const Case& c : cases()) {
+    compare(c, 16, 64, 16, seed++, DType::f16);
+    compare(c, 128, 7, 5, seed++, DType::f16);
   }
 }
 

@@ -25,10 +25,19 @@ void gather_tile_impl(const KvLayerView& kv, std::span<const int32_t> table, int
   const int64_t D = kv.head_dim;
   for (int32_t t = 0; t < n; ++t) {
     const int64_t offset = kv.slot_offset(table, first + t) + kv_head * D;
-    const float* k_row = kv.k + offset;  // [head_dim]
-    const float* v_row = kv.v + offset;  // [head_dim]
+    float* v_dst = v + static_cast<int64_t>(t) * D;  // [head_dim]
+    if (kv.dtype == DType::f16) {
+      // The K row is widened into the V row's place first, transposed, then
+      // overwritten by the widened V row: no scratch beyond the tile.
+      f16_to_f32_n(kv.k_f16() + offset, v_dst, D);
+      for (int64_t d = 0; d < D; ++d) kt[d * tile + t] = v_dst[d];
+      f16_to_f32_n(kv.v_f16() + offset, v_dst, D);
+      continue;
+    }
+    const float* k_row = kv.k_f32() + offset;  // [head_dim]
+    const float* v_row = kv.v_f32() + offset;  // [head_dim]
     for (int64_t d = 0; d < D; ++d) kt[d * tile + t] = k_row[d];
-    std::copy(v_row, v_row + D, v + static_cast<int64_t>(t) * D);
+    std::copy(v_row, v_row + D, v_dst);
   }
 }
 

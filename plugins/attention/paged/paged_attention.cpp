@@ -69,19 +69,24 @@ struct Scratch {
   float* m;    // [n_vec]            running max
   float* l;    // [n_vec]            running sum
   float* s;    // [group, kMaxRun]   scores, then weights, of one row's group
+  float* k;    // [kMaxRun, head_dim] an f16 chunk's K rows of one head, widened (f16 pools only)
+  float* v;    // [kMaxRun, head_dim] its V rows
 };
 
-size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t group) {
-  return static_cast<size_t>(2 * n_vec * head_dim + 2 * n_vec + group * kMaxRun);
+size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
+  return static_cast<size_t>(2 * n_vec * head_dim + 2 * n_vec + group * kMaxRun +
+                             (widen ? 2 * kMaxRun * head_dim : 0));
 }
 
-Scratch carve(float* base, int64_t n_vec, int64_t head_dim) {
+Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
   Scratch w;
   w.q = base;
   w.acc = w.q + n_vec * head_dim;
   w.m = w.acc + n_vec * head_dim;
   w.l = w.m + n_vec;
   w.s = w.l + n_vec;
+  w.k = widen ? w.s + group * kMaxRun : nullptr;
+  w.v = widen ? w.k + kMaxRun * head_dim : nullptr;
   return w;
 }
 
@@ -112,12 +117,20 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   std::fill(w.l, w.l + n_vec, 0.0f);
 
   // Chunks of up to kMaxRun keys in table order, each cut into runs of
-  // consecutive rows of one block.
+  // consecutive rows of one block. f32 pools are read in place; an f16 chunk
+  // is widened head by head into the scratch first, then read as one run.
   struct KeyRun {
-    int64_t offset;  // of the run's first row (KV head 0) in the pool
+    int64_t offset;  // of the run's first row (KV head 0) in the pool, in elements
     int32_t n;
   };
+  struct HeadRun {
+    const float* k;  // row t at k + t * run_stride
+    const float* v;
+    int32_t n;
+  };
+  const bool widen = a.kv.dtype == DType::f16;
   KeyRun key_runs[kMaxRun];
+  HeadRun head_runs[kMaxRun];
   ValueRun value_runs[kMaxRun];
   for (int64_t first = task.key_begin; first < task.key_end;) {
     const int64_t chunk_end = std::min(task.key_end, first + kMaxRun);
@@ -131,6 +144,25 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
     }
     for (int32_t h = 0; h < n_heads; ++h) {
       const int64_t head_offset = static_cast<int64_t>(task.kv_head + h) * D;
+      int32_t n_head_runs = 0;
+      int64_t run_stride = stride;
+      if (widen) {
+        int64_t row = 0;
+        for (int32_t i = 0; i < n_runs; ++i) {
+          for (int32_t t = 0; t < key_runs[i].n; ++t, ++row) {
+            const int64_t offset = key_runs[i].offset + t * stride + head_offset;
+            f16_to_f32_n(a.kv.k_f16() + offset, w.k + row * D, D);
+            f16_to_f32_n(a.kv.v_f16() + offset, w.v + row * D, D);
+          }
+        }
+        head_runs[n_head_runs++] = {w.k, w.v, static_cast<int32_t>(row)};
+        run_stride = D;
+      } else {
+        for (int32_t i = 0; i < n_runs; ++i) {
+          const int64_t offset = key_runs[i].offset + head_offset;
+          head_runs[n_head_runs++] = {a.kv.k_f32() + offset, a.kv.v_f32() + offset, key_runs[i].n};
+        }
+      }
       for (int32_t r = 0; r < n_rows; ++r) {
         // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
         const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
@@ -140,17 +172,16 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
         const int64_t vec0 = vec_index(h, r, 0);
         int32_t n_value_runs = 0;
         for (int32_t done = 0, i = 0; done < n; ++i) {
-          const int32_t take = std::min(key_runs[i].n, n - done);
-          const int64_t offset = key_runs[i].offset + head_offset;
-          group_scores(w.q + vec0 * D, group, a.kv.k + offset, stride, D, take, w.s + done, kMaxRun);
-          value_runs[n_value_runs++] = {a.kv.v + offset, take};
+          const int32_t take = std::min(head_runs[i].n, n - done);
+          group_scores(w.q + vec0 * D, group, head_runs[i].k, run_stride, D, take, w.s + done, kMaxRun);
+          value_runs[n_value_runs++] = {head_runs[i].v, take};
           done += take;
         }
         for (int32_t g = 0; g < group; ++g) {
           const int64_t vec = vec0 + g;
           float* weights = w.s + static_cast<int64_t>(g) * kMaxRun;
           const float correction = softmax_update(weights, n, w.m + vec, w.l + vec);
-          accumulate_values(weights, value_runs, n_value_runs, stride, D, correction, w.acc + vec * D);
+          accumulate_values(weights, value_runs, n_value_runs, run_stride, D, correction, w.acc + vec * D);
         }
       }
     }
@@ -291,7 +322,7 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     }
 
     const int64_t max_vec = static_cast<int64_t>(query_rows_) * group * (whole_items ? a.n_kv_head : 1);
-    const size_t per_thread = scratch_floats(max_vec, a.head_dim, group);
+    const size_t per_thread = scratch_floats(max_vec, a.head_dim, group, a.kv.dtype == DType::f16);
     const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
     std::vector<float> scratch(per_thread * static_cast<size_t>(team));
     std::vector<float> partials(static_cast<size_t>(partial_total));
@@ -301,7 +332,7 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
 #pragma omp parallel num_threads(team) if (team > 1)
     {
       const Scratch w = carve(scratch.data() + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
-                              a.head_dim);
+                              a.head_dim, group, a.kv.dtype == DType::f16);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials.data());
       // The implicit barrier above: every part is done before any merge reads it.

@@ -55,11 +55,12 @@ ParamValues paged_params(int64_t query_rows, int64_t splits) {
 
 // Runs this kernel and the reference on the same random problem and compares
 // every output (tests/plugins/attention_comparison.hpp).
-void compare(const Case& c, int32_t block_size, int64_t query_rows, int64_t splits, uint32_t seed) {
+void compare(const Case& c, int32_t block_size, int64_t query_rows, int64_t splits, uint32_t seed,
+             DType kv_dtype = DType::f32) {
   SCOPED_TRACE(c.name + ", block_size " + std::to_string(block_size) + ", query_rows " + std::to_string(query_rows) +
-               ", splits " + std::to_string(splits));
+               ", splits " + std::to_string(splits) + ", KV " + std::string(dtype_name(kv_dtype)));
   PagedAttention paged(paged_params(query_rows, splits));
-  test::expect_matches_reference(paged, c, block_size, seed);
+  test::expect_matches_reference(paged, c, block_size, seed, 2e-5, 1e-4, kv_dtype);
 }
 
 std::vector<Case> cases() {
@@ -99,6 +100,17 @@ TEST(PAGED_SUITE, MatchesReferenceWithForcedSplitKAndOddQueryRuns) {
     compare(c, 1, 1, 2, seed++);
     compare(c, 128, 3, 256, seed++);
   }
+}
+
+TEST(PAGED_SUITE, MatchesReferenceOnF16Pools) {
+  // f16 pools are widened chunk by chunk; split-K and whole-sequence tasks both.
+  uint32_t seed = 300;
+  for (const Case& c : cases()) {
+    compare(c, 7, 16, 0, seed++, DType::f16);
+    compare(c, 16, 16, 3, seed++, DType::f16);
+  }
+  const Case long_decode{"decode after 700 tokens, f16", {{700, 1}, {300, 1}}, 2, 3, 64};
+  compare(long_decode, 16, 16, 0, seed++, DType::f16);
 }
 
 TEST(PAGED_SUITE, LongDecodeUsesSplitKAndStillMatches) {

@@ -30,6 +30,10 @@ inline Status check_attention_args(const AttentionArgs& a, const char* kernel) {
                            std::to_string(a.n_kv_head) + " heads of " + std::to_string(a.head_dim));
   }
   if (!std::isfinite(a.scale)) return InvalidArgument(who + "scale is not finite");
+  if (a.kv.dtype != DType::f32 && a.kv.dtype != DType::f16) {
+    return InvalidArgument(who + "the KV view holds " + std::string(dtype_name(a.kv.dtype)) +
+                           " elements; kernels read f32 or f16");
+  }
   bool any_query = false;
   for (size_t s = 0; s < a.seqs.size(); ++s) {
     const AttentionSeq& seq = a.seqs[s];

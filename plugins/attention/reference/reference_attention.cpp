@@ -16,6 +16,7 @@ Status ReferenceAttention::forward(const AttentionArgs& a) noexcept {
     const int64_t D = a.head_dim;
     std::vector<double> scores;  // [n_past + i + 1] of one (query row, head)
     std::vector<double> acc(static_cast<size_t>(D));  // [head_dim]
+    std::vector<float> kv_row(static_cast<size_t>(D));  // [head_dim] one K or V row as f32
 
     for (const AttentionSeq& seq : a.seqs) {
       for (int32_t i = 0; i < seq.n_query; ++i) {
@@ -28,7 +29,8 @@ Status ReferenceAttention::forward(const AttentionArgs& a) noexcept {
 
           double max_score = -std::numeric_limits<double>::infinity();
           for (int64_t p = 0; p < n_keys; ++p) {
-            const float* k = a.kv.k + a.kv.slot_offset(seq.block_table, p) + kv_head * D;  // [head_dim]
+            kv_load(a.kv, a.kv.k, a.kv.slot_offset(seq.block_table, p) + kv_head * D, kv_row.data(), D);
+            const float* k = kv_row.data();
             double dot = 0.0;
             for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
             scores[static_cast<size_t>(p)] = dot * a.scale;
@@ -43,7 +45,8 @@ Status ReferenceAttention::forward(const AttentionArgs& a) noexcept {
 
           std::fill(acc.begin(), acc.end(), 0.0);
           for (int64_t p = 0; p < n_keys; ++p) {
-            const float* v = a.kv.v + a.kv.slot_offset(seq.block_table, p) + kv_head * D;  // [head_dim]
+            kv_load(a.kv, a.kv.v, a.kv.slot_offset(seq.block_table, p) + kv_head * D, kv_row.data(), D);
+            const float* v = kv_row.data();
             const double w = scores[static_cast<size_t>(p)] / sum;
             for (int64_t d = 0; d < D; ++d) acc[static_cast<size_t>(d)] += w * v[d];
           }

@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "tessera/half.hpp"
+
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "reference_attention.hpp"
@@ -71,6 +73,39 @@ TEST(ReferenceAttention, SoftmaxWeightsFollowTheScores) {
   ReferenceAttention kernel({});
   ASSERT_TRUE(kernel.forward(args_for(cache, &q, &out, 1, seq)).ok());
   EXPECT_NEAR(out, 0.25 * 8.0 + 0.75 * 4.0, 1e-6);
+}
+
+TEST(ReferenceAttention, ReadsF16PoolsAsTheirWidenedValues) {
+  // Values exact in f16: the f16 pool must give the f32 pool's output bit for bit.
+  TinyCache cache(5, 2, 8);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  for (float* x : {cache.k.data(), cache.v.data()}) {
+    for (size_t i = 0; i < cache.k.size(); ++i) x[i] = f16_to_f32(f32_to_f16(value(rng)));
+  }
+  std::vector<float> q(2 * 4 * 8);
+  for (float& x : q) x = value(rng);
+  std::vector<float> want(q.size()), got(q.size());
+  AttentionSeq seq{cache.table, 3, 2, 0};
+  ReferenceAttention kernel({});
+  ASSERT_TRUE(kernel.forward(args_for(cache, q.data(), want.data(), 4, seq)).ok());
+
+  std::vector<uint16_t> k16(cache.k.size()), v16(cache.v.size());
+  for (size_t i = 0; i < k16.size(); ++i) {
+    k16[i] = f32_to_f16(cache.k[i]);
+    v16[i] = f32_to_f16(cache.v[i]);
+  }
+  AttentionArgs a = args_for(cache, q.data(), got.data(), 4, seq);
+  a.kv.dtype = DType::f16;
+  a.kv.k = k16.data();
+  a.kv.v = v16.data();
+  ASSERT_TRUE(kernel.forward(a).ok());
+  EXPECT_EQ(got, want);
+
+  a.kv.dtype = DType::bf16;
+  const Status st = kernel.forward(a);
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("bf16"), std::string::npos) << st.message();
 }
 
 TEST(ReferenceAttention, PrefillIsCausal) {

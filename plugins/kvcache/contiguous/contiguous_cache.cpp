@@ -34,6 +34,10 @@ ContiguousKvCache::ContiguousKvCache(const ParamValues& params)
   if (memory_cap_ < 0) {
     throw std::invalid_argument("contiguous kvcache: memory must be >= 0, got " + std::to_string(memory_cap_));
   }
+  const std::string dtype = params.has("dtype") ? params.get_string("dtype") : "f32";
+  if (!parse_kv_dtype(dtype, &dtype_)) {
+    throw std::invalid_argument("contiguous kvcache: dtype must be f32 or f16, got '" + dtype + "'");
+  }
 }
 
 Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
@@ -65,18 +69,19 @@ Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
     // Pool bytes = max_sequences * context * kv_bytes_per_token, checked for overflow.
     uint64_t block_bytes = 0;
     uint64_t total_bytes = 0;
-    if (!checked_mul(static_cast<uint64_t>(context), spec.kv_bytes_per_token(), &block_bytes) ||
+    const uint64_t token_bytes = spec.kv_bytes_per_token(kv_element_bytes(dtype_));
+    if (!checked_mul(static_cast<uint64_t>(context), token_bytes, &block_bytes) ||
         !checked_mul(block_bytes, static_cast<uint64_t>(max_sequences_), &total_bytes)) {
       return OutOfMemory("contiguous kvcache: max_sequences * max_context * KV bytes per token overflows 64 bits");
     }
     if (memory_cap_ > 0 && total_bytes > static_cast<uint64_t>(memory_cap_)) {
       return OutOfMemory("contiguous kvcache: " + std::to_string(max_sequences_) + " sequences x " +
-                         std::to_string(context) + " tokens x " + std::to_string(spec.kv_bytes_per_token()) +
+                         std::to_string(context) + " tokens x " + std::to_string(token_bytes) +
                          " bytes per token = " + std::to_string(total_bytes) + " bytes, more than memory = " +
                          std::to_string(memory_cap_) + "; lower max_sequences or max_context");
     }
 
-    // One K and one V pool per layer: [max_sequences, context, n_kv_head, head_dim] f32.
+    // One K and one V pool per layer: [max_sequences, context, n_kv_head, head_dim] of dtype_.
     const uint64_t layer_pool_bytes = total_bytes / (2ull * static_cast<uint64_t>(spec.n_layer));
     std::vector<HostBuffer> k_pools;
     std::vector<HostBuffer> v_pools;
@@ -179,15 +184,15 @@ Result<SeqId> ContiguousKvCache::fork(SeqId seq) noexcept {
                                 std::to_string(max_sequences_) + " sequence slots are in use"));
     }
     // Contiguous blocks cannot be shared, so the fork copies the live tokens of
-    // every layer. Each block is [context, n_kv_head, head_dim] f32.
-    const size_t row_floats = static_cast<size_t>(spec_.n_kv_head) * spec_.head_dim;
-    const size_t block_floats = static_cast<size_t>(context_) * row_floats;
-    const size_t live_bytes = static_cast<size_t>(src.length) * row_floats * sizeof(float);
+    // every layer. Each block is [context, n_kv_head, head_dim] of dtype_.
+    const size_t row_bytes = static_cast<size_t>(spec_.n_kv_head) * spec_.head_dim * kv_element_bytes(dtype_);
+    const size_t block_bytes = static_cast<size_t>(context_) * row_bytes;
+    const size_t live_bytes = static_cast<size_t>(src.length) * row_bytes;
     for (int32_t l = 0; l < spec_.n_layer; ++l) {
       for (HostBuffer* pool : {&k_pools_[static_cast<size_t>(l)], &v_pools_[static_cast<size_t>(l)]}) {
-        float* base = pool->as<float>();
-        std::memcpy(base + static_cast<size_t>(slot) * block_floats,
-                    base + static_cast<size_t>(src.slot) * block_floats, live_bytes);
+        auto* base = pool->as<uint8_t>();
+        std::memcpy(base + static_cast<size_t>(slot) * block_bytes,
+                    base + static_cast<size_t>(src.slot) * block_bytes, live_bytes);
       }
     }
     const SeqId id = next_sequence_id();
@@ -226,15 +231,16 @@ KvLayerView ContiguousKvCache::layer(int32_t layer) noexcept {
   view.block_size = context_;
   view.n_kv_head = spec_.n_kv_head;
   view.head_dim = spec_.head_dim;
-  view.k = k_pools_[static_cast<size_t>(layer)].as<float>();
-  view.v = v_pools_[static_cast<size_t>(layer)].as<float>();
+  view.dtype = dtype_;
+  view.k = k_pools_[static_cast<size_t>(layer)].data();
+  view.v = v_pools_[static_cast<size_t>(layer)].data();
   return view;
 }
 
 KvStats ContiguousKvCache::stats() const noexcept {
   KvStats stats;
   if (!configured_) return stats;
-  const uint64_t token_bytes = spec_.kv_bytes_per_token();
+  const uint64_t token_bytes = spec_.kv_bytes_per_token(kv_element_bytes(dtype_));
   const uint64_t block_bytes = static_cast<uint64_t>(context_) * token_bytes;
   uint64_t live_tokens = 0;
   for (const auto& [id, s] : sequences_) live_tokens += static_cast<uint64_t>(s.length);

@@ -55,6 +55,7 @@ class ContiguousKvCache final : public KvCache {
   int64_t max_sequences_ = 1;
   int64_t requested_context_ = 0;  // 0 = the model's
   int64_t memory_cap_ = 0;         // 0 = no cap
+  DType dtype_ = DType::f32;       // of every K and V element
 
   // Set by configure().
   bool configured_ = false;

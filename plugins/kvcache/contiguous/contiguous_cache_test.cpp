@@ -25,11 +25,12 @@ SequenceStateSpec small_spec() {
   return spec;
 }
 
-ParamValues params(int64_t max_sequences, int64_t max_context = 0, int64_t memory = 0) {
+ParamValues params(int64_t max_sequences, int64_t max_context = 0, int64_t memory = 0, const char* dtype = "f32") {
   ParamValues p;
   p.set("max_sequences", max_sequences);
   p.set("max_context", max_context);
   p.set("memory", memory);
+  p.set("dtype", std::string(dtype));
   return p;
 }
 
@@ -45,8 +46,10 @@ void write_token(ContiguousKvCache& cache, SeqId seq, int64_t pos, float tag) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);
     for (int64_t i = 0; i < view.row_stride(); ++i) {
-      view.k[off + i] = tag + 100.0f * l + 0.01f * i;
-      view.v[off + i] = -(tag + 100.0f * l + 0.01f * i);
+      const float value = tag + 100.0f * l + 0.01f * i;
+      const float negated = -value;
+      kv_store(view, view.k, off + i, &value, 1);
+      kv_store(view, view.v, off + i, &negated, 1);
     }
   }
 }
@@ -56,8 +59,13 @@ bool token_is(ContiguousKvCache& cache, SeqId seq, int64_t pos, float tag) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);
     for (int64_t i = 0; i < view.row_stride(); ++i) {
-      if (view.k[off + i] != tag + 100.0f * l + 0.01f * i) return false;
-      if (view.v[off + i] != -(tag + 100.0f * l + 0.01f * i)) return false;
+      // What was stored, rounded as the pool's dtype rounds it.
+      float want = tag + 100.0f * l + 0.01f * i;
+      if (view.dtype == DType::f16) want = f16_to_f32(f32_to_f16(want));
+      float k = 0.0f, v = 0.0f;
+      kv_load(view, view.k, off + i, &k, 1);
+      kv_load(view, view.v, off + i, &v, 1);
+      if (k != want || v != -want) return false;
     }
   }
   return true;
@@ -223,6 +231,28 @@ TEST(ContiguousKvCache, StatsReportTheWholeBlockAsAllocatedButOnlyTokensAsLive) 
   EXPECT_EQ(s.blocks_used, 1);
   EXPECT_EQ(s.bytes_allocated, 8u * 128u);
   EXPECT_EQ(s.bytes_live, 2u * 128u);
+}
+
+TEST(ContiguousKvCache, F16PoolsHalveTheBytesAndForksCopyThem) {
+  auto cache = std::make_unique<ContiguousKvCache>(params(2, 0, 0, "f16"));
+  ASSERT_TRUE(cache->configure(small_spec()).ok());
+  EXPECT_EQ(cache->layer(0).dtype, DType::f16);
+  EXPECT_EQ(cache->layer(1).v_f32(), nullptr);
+  EXPECT_EQ(cache->stats().bytes_reserved, 2u * 8u * 64u) << "64 bytes per f16 token";
+
+  auto a = cache->create_sequence();
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(cache->append_slots(*a, 3).ok());
+  for (int pos = 0; pos < 3; ++pos) write_token(*cache, *a, pos, 10.0f + pos);
+  auto f = cache->fork(*a);
+  ASSERT_TRUE(f.ok());
+  for (int pos = 0; pos < 3; ++pos) EXPECT_TRUE(token_is(*cache, *f, pos, 10.0f + pos)) << pos;
+  EXPECT_EQ(cache->stats().bytes_live, 6u * 64u);
+
+  // A memory cap counts f16 bytes: 2 sequences x 8 tokens x 64 bytes fit in 1 KiB.
+  ContiguousKvCache capped(params(2, 0, 1024, "f16"));
+  EXPECT_TRUE(capped.configure(small_spec()).ok());
+  EXPECT_THROW(ContiguousKvCache(params(1, 0, 0, "bf16")), std::invalid_argument);
 }
 
 TEST(ContiguousKvCache, ConfigureRejectsBadSizes) {

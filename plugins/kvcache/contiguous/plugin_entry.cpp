@@ -12,6 +12,7 @@ constexpr ParamSpec kContiguousParams[] = {
               "tokens per sequence; 0 = the model's max_context (must not exceed it)"),
     param_bytes("memory", "0", 0, 4.0e18,
                 "cap on the KV pools (max_sequences * max_context * KV bytes per token); 0 = no cap"),
+    param_string("dtype", "\"f32\"", "f32|f16", "element type of K and V; f16 halves the memory and the bytes attention reads"),
 };
 
 constexpr PluginInfo kContiguousInfo{

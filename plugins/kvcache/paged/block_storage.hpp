@@ -1,8 +1,8 @@
 // BlockStorage: the K/V memory of a paged cache, one K and one V pool per layer.
 //
-// Layout per layer, as kv_cache.hpp prescribes (f32):
+// Layout per layer, as kv_cache.hpp prescribes (elements of the cache's dtype):
 //   k[n_blocks][block_size][n_kv_head][head_dim]   (v alike)
-// A block of one layer is block_size * n_kv_head * head_dim contiguous floats,
+// A block of one layer is block_size * n_kv_head * head_dim contiguous elements,
 // so copying a block's first rows is one memcpy per layer and pool.
 #pragma once
 
@@ -18,7 +18,7 @@ class BlockStorage {
  public:
   BlockStorage() = default;
   // Allocates 2 * n_layer pools; throws std::bad_alloc when memory runs out.
-  BlockStorage(const SequenceStateSpec& spec, int32_t n_blocks, int32_t block_size);
+  BlockStorage(const SequenceStateSpec& spec, int32_t n_blocks, int32_t block_size, DType dtype);
 
   // Rows [0, rows) of block `src` copied into block `dst`, every layer, K and V.
   void copy_rows(int32_t src, int32_t dst, int32_t rows);
@@ -29,6 +29,7 @@ class BlockStorage {
   int32_t block_size_ = 0;
   int32_t n_kv_head_ = 0;
   int32_t head_dim_ = 0;
+  DType dtype_ = DType::f32;
   std::vector<HostBuffer> k_;  // [n_layer] of [n_blocks, block_size, n_kv_head, head_dim]
   std::vector<HostBuffer> v_;  // same
 };

@@ -36,6 +36,10 @@ PagedKvCache::PagedKvCache(const ParamValues& params)
     throw std::invalid_argument("paged kvcache: max_sequences must be in [1, 2^31), got " +
                                 std::to_string(max_sequences_));
   }
+  const std::string dtype = params.has("dtype") ? params.get_string("dtype") : "f32";
+  if (!parse_kv_dtype(dtype, &dtype_)) {
+    throw std::invalid_argument("paged kvcache: dtype must be f32 or f16, got '" + dtype + "'");
+  }
 }
 
 Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
@@ -51,7 +55,7 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
                          " bytes of fixed per-sequence state (e.g. Mamba), which this cache does not store");
     }
     // kv_bytes_per_token() and the block size, multiplied with overflow checks.
-    uint64_t token_bytes = 2 * sizeof(float);
+    uint64_t token_bytes = 2 * kv_element_bytes(dtype_);
     uint64_t block_bytes = 0;
     if (!checked_mul(token_bytes, static_cast<uint64_t>(spec.n_layer), &token_bytes) ||
         !checked_mul(token_bytes, static_cast<uint64_t>(spec.n_kv_head), &token_bytes) ||
@@ -73,7 +77,7 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
 
     std::unique_ptr<paged::BlockStorage> storage;
     try {
-      storage = std::make_unique<paged::BlockStorage>(spec, n_blocks, block_size_);
+      storage = std::make_unique<paged::BlockStorage>(spec, n_blocks, block_size_, dtype_);
     } catch (const std::bad_alloc&) {
       return OutOfMemory("paged kvcache: could not allocate " + format_bytes(n_blocks * block_bytes) + " for " +
                          std::to_string(n_blocks) + " blocks; lower memory");
@@ -157,7 +161,7 @@ KvStats PagedKvCache::stats() const noexcept {
   stats.bytes_allocated = static_cast<uint64_t>(pool.used_count()) * block_bytes_;
   stats.prefix_hit_tokens = manager_->prefix_hit_tokens();
   try {
-    stats.bytes_live = static_cast<uint64_t>(manager_->live_tokens()) * spec_.kv_bytes_per_token();
+    stats.bytes_live = static_cast<uint64_t>(manager_->live_tokens()) * spec_.kv_bytes_per_token(kv_element_bytes(dtype_));
   } catch (...) {
     // live_tokens() needs one int per block; without it the figure stays 0.
   }

@@ -49,6 +49,7 @@ class PagedKvCache final : public KvCache {
   int32_t block_size_ = 16;
   int64_t memory_ = 0;
   int64_t max_sequences_ = 256;
+  DType dtype_ = DType::f32;  // of every K and V element
 
   // Set by configure().
   SequenceStateSpec spec_{};

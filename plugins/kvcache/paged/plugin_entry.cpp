@@ -10,6 +10,7 @@ constexpr ParamSpec kPagedParams[] = {
     param_bytes("memory", "\"512MiB\"", 1, 4.0e18,
                 "size of the block pool, all layers, K and V; blocks = memory / (block_size * KV bytes per token)"),
     param_int("max_sequences", "256", 1, 2147483647.0, "sequences (including forks) held at once"),
+    param_string("dtype", "\"f32\"", "f32|f16", "element type of K and V; f16 halves the memory and the bytes attention reads"),
 };
 
 constexpr PluginInfo kPagedInfo{

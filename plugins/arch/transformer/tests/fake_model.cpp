@@ -170,7 +170,7 @@ Status PlainAttention::forward(const AttentionArgs& a) noexcept {
         const int32_t kv_head = h / group;
         double max_score = -1e300;
         for (int32_t p = 0; p < n_ctx; ++p) {
-          const float* k = a.kv.k + a.kv.slot_offset(s.block_table, p) + kv_head * a.head_dim;
+          const float* k = a.kv.k_f32() + a.kv.slot_offset(s.block_table, p) + kv_head * a.head_dim;
           double dot = 0.0;
           for (int32_t e = 0; e < a.head_dim; ++e) dot += static_cast<double>(q[e]) * k[e];
           scores[p] = dot * a.scale;
@@ -182,7 +182,7 @@ Status PlainAttention::forward(const AttentionArgs& a) noexcept {
         for (int32_t e = 0; e < a.head_dim; ++e) {
           double acc = 0.0;
           for (int32_t p = 0; p < n_ctx; ++p)
-            acc += scores[p] * a.kv.v[a.kv.slot_offset(s.block_table, p) + kv_head * a.head_dim + e];
+            acc += scores[p] * a.kv.v_f32()[a.kv.slot_offset(s.block_table, p) + kv_head * a.head_dim + e];
           out[e] = static_cast<float>(acc / total);
         }
       }

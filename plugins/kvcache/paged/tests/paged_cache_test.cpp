@@ -31,11 +31,12 @@ SequenceStateSpec small_spec() {
   return spec;
 }
 
-ParamValues params(int64_t block_size, int64_t memory, int64_t max_sequences = 8) {
+ParamValues params(int64_t block_size, int64_t memory, int64_t max_sequences = 8, const char* dtype = "f32") {
   ParamValues p;
   p.set("block_size", block_size);
   p.set("memory", memory);
   p.set("max_sequences", max_sequences);
+  p.set("dtype", std::string(dtype));
   return p;
 }
 
@@ -53,8 +54,10 @@ void write_token(PagedKvCache& cache, SeqId seq, int64_t pos, float tag) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);
     for (int64_t i = 0; i < view.row_stride(); ++i) {
-      view.k[off + i] = tag + 100.0f * l + 0.01f * i;
-      view.v[off + i] = -(tag + 100.0f * l + 0.01f * i);
+      const float value = tag + 100.0f * l + 0.01f * i;
+      const float negated = -value;
+      kv_store(view, view.k, off + i, &value, 1);
+      kv_store(view, view.v, off + i, &negated, 1);
     }
   }
 }
@@ -64,8 +67,13 @@ bool token_is(PagedKvCache& cache, SeqId seq, int64_t pos, float tag) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);
     for (int64_t i = 0; i < view.row_stride(); ++i) {
-      if (view.k[off + i] != tag + 100.0f * l + 0.01f * i) return false;
-      if (view.v[off + i] != -(tag + 100.0f * l + 0.01f * i)) return false;
+      // What was stored, rounded as the pool's dtype rounds it.
+      float want = tag + 100.0f * l + 0.01f * i;
+      if (view.dtype == DType::f16) want = f16_to_f32(f32_to_f16(want));
+      float k = 0.0f, v = 0.0f;
+      kv_load(view, view.k, off + i, &k, 1);
+      kv_load(view, view.v, off + i, &v, 1);
+      if (k != want || v != -want) return false;
     }
   }
   return true;
@@ -80,11 +88,13 @@ void append_tagged(PagedKvCache& cache, SeqId seq, int32_t n, float first_tag) {
 
 TEST(PagedKvCache, EntryDeclaresItsParametersAndTheFactoryWorks) {
   const PluginInfo& info = test::expect_single_plugin(paged_kvcache_entry(), PluginFamily::kvcache, "paged");
-  ASSERT_EQ(info.param_count, 3u);
+  ASSERT_EQ(info.param_count, 4u);
   EXPECT_STREQ(info.params[0].name, "block_size");
   EXPECT_STREQ(info.params[0].default_value, "16");
   EXPECT_STREQ(info.params[1].name, "memory");
   EXPECT_STREQ(info.params[1].default_value, "\"512MiB\"");  // parsed by the core's byte-size reader
+  EXPECT_STREQ(info.params[3].name, "dtype");
+  EXPECT_STREQ(info.params[3].choices, "f32|f16");
   EXPECT_STREQ(info.params[2].name, "max_sequences");
   EXPECT_STREQ(info.params[2].default_value, "256");
 
@@ -197,6 +207,30 @@ TEST(PagedKvCache, StatsCountBlocksAndSharedTokensOnce) {
   EXPECT_EQ(s.bytes_live, (4u + 1u + 2u) * 128u);
   // The waste of paging: bytes allocated but not live, at most a block per table.
   EXPECT_EQ(s.bytes_allocated - s.bytes_live, (12u - 7u) * 128u);
+}
+
+TEST(PagedKvCache, F16PoolsHoldTwiceTheTokensAndKeepEveryRowThroughForks) {
+  // The same 10 blocks' worth of f32 memory holds 20 blocks of f16.
+  auto cache = std::make_unique<PagedKvCache>(params(4, 10 * 4 * 128, 8, "f16"));
+  ASSERT_TRUE(cache->configure(small_spec()).ok());
+  EXPECT_EQ(cache->layer(0).dtype, DType::f16);
+  EXPECT_NE(cache->layer(0).k_f16(), nullptr);
+  EXPECT_EQ(cache->layer(0).k_f32(), nullptr) << "the f32 accessor refuses an f16 pool";
+  KvStats empty = cache->stats();
+  EXPECT_EQ(empty.blocks_total, 20);
+  EXPECT_EQ(empty.bytes_reserved, 20u * 256u);
+
+  auto a = cache->create_sequence();
+  ASSERT_TRUE(a.ok());
+  append_tagged(*cache, *a, 6, 10.0f);
+  auto f = cache->fork(*a);
+  ASSERT_TRUE(f.ok());
+  append_tagged(*cache, *f, 3, 500.0f);  // copy-on-write of the half-full block, in f16
+  for (int p = 0; p < 6; ++p) EXPECT_TRUE(token_is(*cache, *f, p, 10.0f + p)) << p;
+  for (int p = 0; p < 3; ++p) EXPECT_TRUE(token_is(*cache, *f, 6 + p, 500.0f + p)) << p;
+  EXPECT_EQ(cache->stats().bytes_live, (4u + 2u + 5u) * 64u) << "64 bytes per f16 token; the shared block counts once";
+
+  EXPECT_THROW(PagedKvCache(params(4, 4096, 8, "f8")), std::invalid_argument);
 }
 
 TEST(PagedKvCache, ConfigureRejectsWhatCannotWork) {
