@@ -4,7 +4,8 @@
 // then calls forward(). For each sequence s, its query i sits at position
 // n_past + i and attends causally to positions [0, n_past + i]. GQA: query head
 // h reads KV head h / (n_head / n_kv_head). Causal masking and GQA are the
-// kernel's job.
+// kernel's job. forward() is called by one thread at a time per kernel object
+// (the kernel parallelizes inside), so a kernel may keep scratch between calls.
 #pragma once
 
 #include <cstdint>

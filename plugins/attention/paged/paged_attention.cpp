@@ -24,6 +24,9 @@ using paged_attention::ValueRun;
 // large a block is (a contiguous cache's block is the whole context). A chunk
 // crosses block boundaries, so a decode over a short context takes one step.
 constexpr int32_t kMaxRun = 256;
+// Floats of widened K (and as many of V) an f16 chunk may take per thread:
+// 128 KiB each, so a chunk of every KV head stays in L2.
+constexpr int64_t kWidenFloats = 32768;
 // Split-K never makes parts shorter than this: below it the merge and the
 // extra task cost more than the parallelism gains.
 constexpr int64_t kMinSplitKeys = 512;
@@ -69,13 +72,16 @@ struct Scratch {
   float* m;    // [n_vec]            running max
   float* l;    // [n_vec]            running sum
   float* s;    // [group, kMaxRun]   scores, then weights, of one row's group
-  float* k;    // [kMaxRun, head_dim] an f16 chunk's K rows of one head, widened (f16 pools only)
-  float* v;    // [kMaxRun, head_dim] its V rows
+  float* k;    // [widen_floats(head_dim)] an f16 chunk's K rows, widened (f16 pools only)
+  float* v;    // [widen_floats(head_dim)] its V rows
 };
+
+// Room for a chunk of kMaxRun keys of one head, or kWidenFloats, whichever is more.
+int64_t widen_floats(int64_t head_dim) { return std::max<int64_t>(kMaxRun * head_dim, kWidenFloats); }
 
 size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
   return static_cast<size_t>(2 * n_vec * head_dim + 2 * n_vec + group * kMaxRun +
-                             (widen ? 2 * kMaxRun * head_dim : 0));
+                             (widen ? 2 * widen_floats(head_dim) : 0));
 }
 
 Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
@@ -86,7 +92,7 @@ Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool 
   w.l = w.m + n_vec;
   w.s = w.l + n_vec;
   w.k = widen ? w.s + group * kMaxRun : nullptr;
-  w.v = widen ? w.k + kMaxRun * head_dim : nullptr;
+  w.v = widen ? w.k + widen_floats(head_dim) : nullptr;
   return w;
 }
 
@@ -117,8 +123,10 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   std::fill(w.l, w.l + n_vec, 0.0f);
 
   // Chunks of up to kMaxRun keys in table order, each cut into runs of
-  // consecutive rows of one block. f32 pools are read in place; an f16 chunk
-  // is widened head by head into the scratch first, then read as one run.
+  // consecutive rows of one block. f32 pools are read in place. An f16 chunk
+  // is widened into the scratch first: whole rows (every KV head, one
+  // sequential sweep per run) when the task has every head, which bounds the
+  // chunk to kWidenFloats / row length keys; one head's slice otherwise.
   struct KeyRun {
     int64_t offset;  // of the run's first row (KV head 0) in the pool, in elements
     int32_t n;
@@ -129,11 +137,14 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
     int32_t n;
   };
   const bool widen = a.kv.dtype == DType::f16;
+  const bool widen_rows = widen && n_heads == a.n_kv_head;
+  const int64_t chunk_keys =
+      widen_rows ? std::clamp<int64_t>(widen_floats(D) / stride, 1, kMaxRun) : static_cast<int64_t>(kMaxRun);
   KeyRun key_runs[kMaxRun];
   HeadRun head_runs[kMaxRun];
   ValueRun value_runs[kMaxRun];
   for (int64_t first = task.key_begin; first < task.key_end;) {
-    const int64_t chunk_end = std::min(task.key_end, first + kMaxRun);
+    const int64_t chunk_end = std::min(task.key_end, first + chunk_keys);
     int32_t n_runs = 0;
     for (int64_t key = first; key < chunk_end;) {
       const int64_t block_start = key / B * B;
@@ -142,11 +153,22 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
       key_runs[n_runs++] = {(physical * B + (key - block_start)) * stride, static_cast<int32_t>(run_end - key)};
       key = run_end;
     }
+    if (widen_rows) {
+      int64_t row = 0;  // a run's rows are contiguous in the pool: one conversion each for K and V
+      for (int32_t i = 0; i < n_runs; ++i) {
+        f16_to_f32_n(a.kv.k_f16() + key_runs[i].offset, w.k + row * stride, key_runs[i].n * stride);
+        f16_to_f32_n(a.kv.v_f16() + key_runs[i].offset, w.v + row * stride, key_runs[i].n * stride);
+        row += key_runs[i].n;
+      }
+    }
     for (int32_t h = 0; h < n_heads; ++h) {
       const int64_t head_offset = static_cast<int64_t>(task.kv_head + h) * D;
       int32_t n_head_runs = 0;
       int64_t run_stride = stride;
-      if (widen) {
+      if (widen_rows) {
+        const auto n_chunk = static_cast<int32_t>(chunk_end - first);
+        head_runs[n_head_runs++] = {w.k + head_offset, w.v + head_offset, n_chunk};
+      } else if (widen) {
         int64_t row = 0;
         for (int32_t i = 0; i < n_runs; ++i) {
           for (int32_t t = 0; t < key_runs[i].n; ++t, ++row) {
@@ -324,20 +346,25 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     const int64_t max_vec = static_cast<int64_t>(query_rows_) * group * (whole_items ? a.n_kv_head : 1);
     const size_t per_thread = scratch_floats(max_vec, a.head_dim, group, a.kv.dtype == DType::f16);
     const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
-    std::vector<float> scratch(per_thread * static_cast<size_t>(team));
-    std::vector<float> partials(static_cast<size_t>(partial_total));
+    // Kept between calls and only ever grown: no allocation, and no zeroing of
+    // the widening scratch, per layer of a steady decode.
+    const size_t scratch_size = per_thread * static_cast<size_t>(team);
+    if (scratch_.size() < scratch_size) scratch_.resize(scratch_size);
+    if (partials_.size() < static_cast<size_t>(partial_total)) partials_.resize(static_cast<size_t>(partial_total));
+    float* scratch = scratch_.data();
+    float* partials = partials_.data();
     const auto n_tasks = static_cast<int64_t>(tasks.size());
     const auto n_merges = static_cast<int64_t>(merges.size());
 
 #pragma omp parallel num_threads(team) if (team > 1)
     {
-      const Scratch w = carve(scratch.data() + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
+      const Scratch w = carve(scratch + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
                               a.head_dim, group, a.kv.dtype == DType::f16);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials.data());
+      for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials);
       // The implicit barrier above: every part is done before any merge reads it.
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < n_merges; ++i) run_merge(a, merges[static_cast<size_t>(i)], partials.data());
+      for (int64_t i = 0; i < n_merges; ++i) run_merge(a, merges[static_cast<size_t>(i)], partials);
     }
     return Status::Ok();
   });

@@ -15,6 +15,8 @@
 //   M = max m_i,  L = sum l_i e^(m_i - M),  out = sum acc_i e^(m_i - M) / L.
 #pragma once
 
+#include <vector>
+
 #include <cstdint>
 
 #include "tessera/attention.hpp"
@@ -35,6 +37,10 @@ class PagedAttention final : public AttentionKernel {
  private:
   int32_t query_rows_ = 16;
   int32_t splits_ = 0;
+  // Per-thread task scratch and split-K partial states, grown on demand and
+  // reused by every call (one call at a time, as attention.hpp allows).
+  std::vector<float> scratch_;
+  std::vector<float> partials_;
 };
 
 }  // namespace tessera::plugins
