@@ -35,10 +35,17 @@ inline __m256 scales8(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
+// Loop order: quant group k outer, activation row inner, so consecutive
+// integer dot instructions feed different accumulators. Written row-major
+// (all of row 0's quants, then row 1's), each row's vpdpbusd formed an 8-deep
+// dependency chain and the out-of-order window overlapped only two or three
+// rows: the kernel ran at the instruction's latency, not its throughput. With
+// few rows (NX <= 4) each row also gets two chains (low/high nibbles, even/odd k).
 template <int NX>
 void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   using tessera::ggml::BlockQ4_1x8;
+  constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
   const auto* w = static_cast<const BlockQ4_1x8*>(group);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NX];
@@ -46,38 +53,45 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_1x8& wb = w[b];
-    __m256i lo[4], hi[4];  // lo[k]: quants 4k..4k+3 of each row, hi[k]: quants 16+4k..
+    const int8_t* xq[NX];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
+    // VNNI: i32 sums per row. Otherwise eight vpmaddubsw results summed in i16:
+    // each is at most 2 * 15 * 127, eight of them 30480 < 32767, no saturation.
+    __m256i dot[NX], dot_hi[kTwoChains ? NX : 1];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      dot[xi] = _mm256_setzero_si256();
+      if constexpr (kTwoChains) dot_hi[xi] = _mm256_setzero_si256();
+    }
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
-      lo[k] = _mm256_and_si256(v, low4);
-      hi[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+      for (int xi = 0; xi < NX; ++xi) {
+#if TESSERA_GGML_VNNI
+        dot[xi] = _mm256_dpbusd_epi32(dot[xi], lo, broadcast4(xq[xi] + 4 * k));
+        __m256i& second = kTwoChains ? dot_hi[kTwoChains ? xi : 0] : dot[xi];
+        second = _mm256_dpbusd_epi32(second, hi, broadcast4(xq[xi] + 16 + 4 * k));
+#else
+        dot[xi] = _mm256_add_epi16(dot[xi], _mm256_maddubs_epi16(lo, broadcast4(xq[xi] + 4 * k)));
+        dot[xi] = _mm256_add_epi16(dot[xi], _mm256_maddubs_epi16(hi, broadcast4(xq[xi] + 16 + 4 * k)));
+#endif
+      }
     }
     const __m256 d = scales8(wb.d);
     const __m256 m = scales8(wb.m);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
-      const tessera::ggml::BlockQ8_1& xb = x[xi * x_row_blocks + b];
 #if TESSERA_GGML_VNNI
-      __m256i dot = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        dot = _mm256_dpbusd_epi32(dot, lo[k], broadcast4(xb.qs + 4 * k));
-        dot = _mm256_dpbusd_epi32(dot, hi[k], broadcast4(xb.qs + 16 + 4 * k));
-      }
+      const __m256i sum = kTwoChains ? _mm256_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
 #else
-      // Eight vpmaddubsw results summed in i16: each is at most 2 * 15 * 127,
-      // eight of them 30480 < 32767, so no saturation.
-      __m256i pairs = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(lo[k], broadcast4(xb.qs + 4 * k)));
-        pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(hi[k], broadcast4(xb.qs + 16 + 4 * k)));
-      }
-      const __m256i dot = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+      const __m256i sum = _mm256_madd_epi16(dot[xi], _mm256_set1_epi16(1));
 #endif
       const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
-      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(dot), acc[xi]);
+      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(sum), acc[xi]);
       acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
     }
   }
@@ -88,34 +102,43 @@ template <int NX>
 void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   using tessera::ggml::BlockQ8_0x8;
+  constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
   const auto* w = static_cast<const BlockQ8_0x8*>(group);
   __m256 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8_0x8& wb = w[b];
-    __m256i q[8], a[8];  // signed quants and their magnitudes (the unsigned operand)
+    const int8_t* xq[NX];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
+    __m256i dot[NX], dot_odd[kTwoChains ? NX : 1];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      dot[xi] = _mm256_setzero_si256();
+      if constexpr (kTwoChains) dot_odd[xi] = _mm256_setzero_si256();
+    }
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
-      q[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
-      a[k] = _mm256_sign_epi8(q[k], q[k]);
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));  // signed quants
+      const __m256i a = _mm256_sign_epi8(q, q);  // their magnitudes (the unsigned operand)
+#pragma GCC unroll 8
+      for (int xi = 0; xi < NX; ++xi) {
+        const __m256i sx = _mm256_sign_epi8(broadcast4(xq[xi] + 4 * k), q);  // x carries w's sign
+#if TESSERA_GGML_VNNI
+        __m256i& chain = kTwoChains && (k & 1) ? dot_odd[kTwoChains ? xi : 0] : dot[xi];
+        chain = _mm256_dpbusd_epi32(chain, a, sx);
+#else
+        dot[xi] = _mm256_add_epi32(dot[xi], _mm256_madd_epi16(_mm256_maddubs_epi16(a, sx), _mm256_set1_epi16(1)));
+#endif
+      }
     }
     const __m256 d = scales8(wb.d);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
-      const tessera::ggml::BlockQ8_1& xb = x[xi * x_row_blocks + b];
-      __m256i dot = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const __m256i sx = _mm256_sign_epi8(broadcast4(xb.qs + 4 * k), q[k]);  // x carries w's sign
-#if TESSERA_GGML_VNNI
-        dot = _mm256_dpbusd_epi32(dot, a[k], sx);
-#else
-        dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(a[k], sx), _mm256_set1_epi16(1)));
-#endif
-      }
+      const __m256i sum = kTwoChains ? _mm256_add_epi32(dot[xi], dot_odd[kTwoChains ? xi : 0]) : dot[xi];
       const __m256 dx = _mm256_set1_ps(xs[xi * x_row_blocks + b].d);
-      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(dot), acc[xi]);
+      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[xi]);
     }
   }
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
