@@ -121,20 +121,6 @@ TEST(PAGED_SUITE, LongDecodeUsesSplitKAndStillMatches) {
   compare(c, 16, 16, 5, 9);
 }
 
-TEST(PAGED_SUITE, PolynomialExpTracksStdExp) {
-  double worst = 0.0;
-  for (int i = 0; i <= 870000; ++i) {
-    const float x = -static_cast<float>(i) * 1e-4f;  // [-87, 0]
-    const double exact = std::exp(static_cast<double>(x));
-    worst = std::max(worst, std::abs(paged_attention::exp_nonpositive(x) - exact) / exact);
-  }
-  EXPECT_LT(worst, 2e-7);
-  EXPECT_EQ(paged_attention::exp_nonpositive(0.0f), 1.0f);
-  EXPECT_LT(paged_attention::exp_nonpositive(-1000.0f), 1e-37f);
-  EXPECT_LT(paged_attention::exp_nonpositive(-std::numeric_limits<float>::infinity()), 1e-37f);
-  EXPECT_TRUE(std::isnan(paged_attention::exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
-}
-
 TEST(PAGED_SUITE, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
   // Tolerance: 1e-6 * sum |q_d k_d| + 1e-7, the f32 rounding of a dot product of
   // at most 128 terms in any summation order.

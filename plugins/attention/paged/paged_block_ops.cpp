@@ -1,5 +1,7 @@
 #include "paged_block_ops.hpp"
 
+#include "tessera/fast_exp.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -21,30 +23,8 @@ namespace tessera::plugins::paged_attention {
 // of an external clone default visibility, and a plugin exports only its entry.
 namespace {
 
-// Cephes-style expf: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-6
-// polynomial, 2^n put straight into the exponent bits. x <= 0 lets n be found
-// by truncation (round half away from zero for negative values), which
-// vectorizes even on baseline SSE2.
-inline float exp_core(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;     // ln 2 split so n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  x = std::max(x, -87.0f);  // keeps 2^n normal; NaN passes through (max returns its first argument)
-  const int32_t n = static_cast<int32_t>(x * kLog2e - 0.5f);
-  const float fn = static_cast<float>(n);
-  const float r = x - fn * kLn2Hi - fn * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e_r = p * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return e_r * scale;
-}
+// Inlined into each clone, so the exponentials vectorize at its width.
+inline float exp_core(float x) { return exp_nonpositive(x); }
 
 // The loops, for a head_dim fixed at compile time (kDim > 0: the usual 64 and
 // 128, where the accumulator of a query stays in registers across a whole run
@@ -195,7 +175,6 @@ TESSERA_PAGED_KERNELS(any, 0)
 
 }  // namespace
 
-float exp_nonpositive(float x) { return exp_core(x); }
 
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
                   int32_t ld_s) {

@@ -10,12 +10,6 @@
 
 namespace tessera::plugins::paged_attention {
 
-// exp(x) for x <= 0 (every exponent of an online softmax is score - running
-// max), within 2e-7 relative of std::exp down to x = -87; smaller x give
-// about 1e-38 instead of 0, which is harmless here (it only ever multiplies
-// zero state or adds < 1e-38 of weight). Pure arithmetic, so loops over it vectorize.
-float exp_nonpositive(float x);
-
 // Scores of n_q query vectors (the heads of one GQA group, pre-scaled) against
 // n key rows: s[g * ld_s + t] = q[g] . k[t * stride], q is [n_q][head_dim].
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,

@@ -1,0 +1,37 @@
+// tessera/fast_exp.hpp: exp(x) for x <= 0 as plain arithmetic, so loops over it
+// vectorize without -ffast-math (glibc's expf is a call per element).
+//
+// Cephes-style: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-6
+// polynomial, 2^n put straight into the exponent bits. x <= 0 lets n be found
+// by truncation (round half away from zero for negative values), which
+// vectorizes even on baseline SSE2. Within 2e-7 relative of std::exp down to
+// x = -87 (tests/sdk/fast_exp_test.cpp); smaller x give about 1e-38 instead of
+// 0; NaN stays NaN. Used by online softmaxes (every exponent is score - max).
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+namespace tessera {
+
+inline float exp_nonpositive(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n * kLn2Hi is exact
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  x = std::max(x, -87.0f);  // keeps 2^n normal; NaN passes through (max returns its first argument)
+  const int32_t n = static_cast<int32_t>(x * kLog2e - 0.5f);
+  const float fn = static_cast<float>(n);
+  const float r = x - fn * kLn2Hi - fn * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e_r = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((n + 127) << 23);  // 2^n
+  return e_r * scale;
+}
+
+}  // namespace tessera
