@@ -391,12 +391,17 @@ TEST_F(HfRoundTrip, FolderRunsLikeTheSameF32WeightsInAGguf) {
 
 // The Q4_1 GGUF session against the F32 folder: the GGUF path multiplies Q4_1
 // weights by 8-bit (q8_1) activations, the folder's path the same weights,
-// dequantized, by f32 activations. Measured over these prompts' positions:
-// RMS(diff)/std from 0.03 to 0.17 by position (largest at an <|im_end|>), and
-// 1 to 3 prompt positions of ~40 whose top-1 differs. The control above shows
-// the folder equals the F32 GGUF to 1e-5, so all of this is quantization noise.
-// Tolerance 0.25 leaves room for kernel changes while a real HF-path error
-// (a wrong RoPE pairing or row order) gives differences of order 1.
+// dequantized, by f32 activations. The control above shows the folder equals
+// the F32 GGUF to 1e-5, so every difference here is quantization noise, and on
+// this model that noise is chaotic: kernel changes that move results by a few
+// float ulps (a different attention summation order, a polynomial exp in SiLU)
+// moved the worst position's RMS(diff)/std between 0.17 and 0.24 and the
+// length of identical greedy text for one prompt between 3 and 12 tokens.
+// So the test asserts what stays put, per position over ~40 prompt positions:
+// RMS(diff)/std below 0.35, at most 4 positions whose top-1 differs (measured
+// 1 to 3), and the same top-1 at the last one. A real HF-path error (a wrong
+// RoPE pairing or row order) gives differences of order 1 at every position.
+// The greedy agreement is printed, not asserted.
 TEST_F(HfRoundTrip, FolderAgreesWithTheQuantizedGgufSession) {
   SKIP_WITHOUT_MODEL();
   TESSERA_OPEN_OR_SKIP(gguf_q, Overrides{});
@@ -404,9 +409,9 @@ TEST_F(HfRoundTrip, FolderAgreesWithTheQuantizedGgufSession) {
   for (const auto& prompt : kPrompts) {
     Agreement r;
     ASSERT_NO_FATAL_FAILURE(compare_sessions(*gguf_q, *hf, prompt, r));
-    EXPECT_LT(r.worst_relative_rms, 0.25) << prompt;
+    EXPECT_LT(r.worst_relative_rms, 0.35) << prompt;
+    EXPECT_LE(r.top1_mismatches, 4u) << prompt;
     EXPECT_TRUE(r.last_top1_equal) << prompt;
-    EXPECT_GE(r.greedy_agree, std::min<size_t>(8, r.greedy_length)) << "gguf: " << r.text_a << "\nhf:   " << r.text_b;
   }
 }
 

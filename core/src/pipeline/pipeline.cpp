@@ -56,7 +56,7 @@ struct PluginSectionDef {
 
 constexpr PluginSectionDef kPluginSections[] = {
     {"kvcache", PluginFamily::kvcache, "contiguous"},
-    {"attention", PluginFamily::attention, "flash"},
+    {"attention", PluginFamily::attention, "paged"},  // fastest on CPU for decode and prefill (docs/paged-kv.md)
     {"decoding", PluginFamily::decoding, "greedy"},
 };
 
