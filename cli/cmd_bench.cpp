@@ -80,6 +80,8 @@ int cmd_bench(int argc, char** argv) {
                b.completed, b.failed);
     fmt::print("  wall time                {:10.2f} s\n", b.wall_s);
     fmt::print("  generated tokens/s       {:10.2f}   ({} tokens)\n", b.generated_tokens_per_s, b.generated_tokens);
+    fmt::print("  decode tokens/s          {:10.2f}   ({} tokens in steps without a prompt chunk)\n",
+               b.decode_tokens_per_s, b.decode_step_tokens);
     fmt::print("  prompt+generated tok/s   {:10.2f}   ({} prompt tokens)\n", b.total_tokens_per_s, b.prompt_tokens);
     fmt::print("  latency p50/p90/p99 ms   {:10.1f} {:10.1f} {:10.1f}\n", b.latency_p50_ms, b.latency_p90_ms,
                b.latency_p99_ms);

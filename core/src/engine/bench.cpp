@@ -136,6 +136,8 @@ nlohmann::json BatchBenchReport::to_json() const {
           {"generated_tokens", generated_tokens},
           {"wall_s", wall_s},
           {"generated_tokens_per_s", generated_tokens_per_s},
+          {"decode_tokens_per_s", decode_tokens_per_s},
+          {"decode_step_tokens", decode_step_tokens},
           {"total_tokens_per_s", total_tokens_per_s},
           {"latency_ms", latency_ms.to_json()},
           {"latency_p50_ms", latency_p50_ms},
@@ -191,6 +193,8 @@ Result<BatchBenchReport> run_batch_bench(Session& session, const BatchBenchConfi
   const SchedulerStats& s = scheduler.stats();
   report.wall_s = s.wall_ms / 1000.0;
   report.generated_tokens_per_s = report.wall_s > 0 ? report.generated_tokens / report.wall_s : 0;
+  report.decode_step_tokens = s.decode_step_tokens;
+  report.decode_tokens_per_s = s.decode_step_ms > 0 ? s.decode_step_tokens * 1000.0 / s.decode_step_ms : 0;
   report.total_tokens_per_s =
       report.wall_s > 0 ? (report.generated_tokens + report.prompt_tokens) / report.wall_s : 0;
   report.latency_ms = BenchStat::of(latency);

@@ -63,7 +63,9 @@ struct BatchBenchReport {
   int64_t completed = 0, failed = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double wall_s = 0;
-  double generated_tokens_per_s = 0;  // total decode throughput
+  double generated_tokens_per_s = 0;  // generated tokens over the wall time (prefill included)
+  double decode_tokens_per_s = 0;     // tokens of the decode-only steps over their time
+  int64_t decode_step_tokens = 0;
   double total_tokens_per_s = 0;      // prompt + generated over the wall time
   BenchStat latency_ms;               // submit -> last token, per request
   double latency_p50_ms = 0, latency_p90_ms = 0, latency_p99_ms = 0;

@@ -46,7 +46,10 @@ nlohmann::json SchedulerStats::to_json() const {
           {"prefix_hit_tokens", prefix_hit_tokens},
           {"wall_ms", wall_ms},
           {"generated_tokens", generated_tokens},
-          {"tokens_per_s", wall_ms > 0 ? generated_tokens * 1000.0 / wall_ms : 0.0}};
+          {"tokens_per_s", wall_ms > 0 ? generated_tokens * 1000.0 / wall_ms : 0.0},
+          {"decode_step_tokens", decode_step_tokens},
+          {"decode_step_ms", decode_step_ms},
+          {"decode_tokens_per_s", decode_step_ms > 0 ? decode_step_tokens * 1000.0 / decode_step_ms : 0.0}};
 }
 
 Scheduler::Scheduler(Session& session, SchedulerConfig config) : session_(session), config_(config) {}
@@ -175,6 +178,7 @@ void Scheduler::finish(Request& r, Status status, const DoneCallback& on_done) {
 }
 
 Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done) {
+  const auto step_start = Clock::now();
   TESSERA_RETURN_IF_ERROR(admit());
   KvCache& cache = session_.cache();
 
@@ -189,12 +193,14 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
       batch.push_back(r);
     }
   }
+  bool decode_only = true;  // no prompt chunk in this step
   for (Request* r : running_) {
     const int32_t left = r->n_tokens() - r->n_computed;
     if (r->scheduled == 0 && left > 1 && budget > 0) {
       r->scheduled = std::min(left, budget);
       budget -= r->scheduled;
       batch.push_back(r);
+      decode_only = false;
     }
   }
 
@@ -256,6 +262,7 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
   const auto now = Clock::now();
 
   std::vector<int32_t> chosen;
+  int64_t step_tokens = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     Request& r = *batch[i];
     r.n_computed += r.scheduled;
@@ -282,6 +289,7 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
       r.ctx->push(token);
       m.token_ids.push_back(token);
       ++m.generated_tokens;
+      ++step_tokens;
       r.last_token_at = Clock::now();
       const std::string piece = r.stream->push(token);
       r.outcome.result.text += piece;
@@ -299,6 +307,10 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
       m.stop_reason = stop;
       finish(r, Status::Ok(), on_done);
     }
+  }
+  if (decode_only) {
+    stats_.decode_step_tokens += step_tokens;
+    stats_.decode_step_ms += ms_between(step_start, Clock::now());
   }
   return Status::Ok();
 }

@@ -53,6 +53,11 @@ struct SchedulerStats {
   int64_t prefix_hit_tokens = 0;
   double wall_ms = 0;
   int64_t generated_tokens = 0;
+  // Steps that only decoded (no prompt chunk): their tokens and their time,
+  // planning and sampling included. tokens / time is the decode throughput of
+  // the batch, as `tessera bench` reports it for one sequence.
+  int64_t decode_step_tokens = 0;
+  double decode_step_ms = 0;
   nlohmann::json to_json() const;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "shared_input.hpp"
 #include "transformer_ops.hpp"
 
 namespace tessera::transformer {
@@ -128,9 +129,8 @@ Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) 
 
     // Attention block: every row of the batch takes part (their K/V enter the cache).
     rms_norm_rows(resid, lw.attn_norm.data(), normed, n, d, eps);
-    TESSERA_RETURN_IF_ERROR(lw.attn_q->forward(normed, q, n));
-    TESSERA_RETURN_IF_ERROR(lw.attn_k->forward(normed, k, n));
-    TESSERA_RETURN_IF_ERROR(lw.attn_v->forward(normed, v, n));
+    const LinearOutput qkv[] = {{lw.attn_q.get(), q}, {lw.attn_k.get(), k}, {lw.attn_v.get(), v}};
+    TESSERA_RETURN_IF_ERROR(forward_shared_input(qkv, normed, n));
     apply_rope(n);
     const KvLayerView view = cache.layer(static_cast<int32_t>(l));
     TESSERA_RETURN_IF_ERROR(check_view(view, l, first_view.block_size));
@@ -167,8 +167,8 @@ Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) 
 
     // SwiGLU feed-forward block.
     rms_norm_rows(resid, lw.ffn_norm.data(), normed, n, d, eps);
-    TESSERA_RETURN_IF_ERROR(lw.ffn_gate->forward(normed, gate, n));
-    TESSERA_RETURN_IF_ERROR(lw.ffn_up->forward(normed, up, n));
+    const LinearOutput gate_up[] = {{lw.ffn_gate.get(), gate}, {lw.ffn_up.get(), up}};
+    TESSERA_RETURN_IF_ERROR(forward_shared_input(gate_up, normed, n));
     swiglu_inplace(gate, up, n * ff);
     TESSERA_RETURN_IF_ERROR(lw.ffn_down->forward(gate, normed, n));
     add_inplace(resid, normed, n * d);

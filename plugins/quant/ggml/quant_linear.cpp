@@ -72,18 +72,58 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
   }
 }
 
+void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
+  const int64_t nb = in_ / kBlock;
+  BlockQ8_1* xq = x_q8_.data();
+  ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
+  for (int64_t i = row_begin; i < row_end; ++i) {
+    k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
+    if (xs != nullptr) {
+      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s)};
+    }
+  }
+}
+
+void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin,
+                               int64_t r_end) const {
+  const int64_t nb = in_ / kBlock;
+  const BlockQ8_1* xq = x_q8_.data();
+  const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
+  if (n_rows == 1) {
+    rows(k, r_begin, r_end, xq, xs, 1, y);
+  } else {
+    // Each weight group is read once per chunk of activation rows and used
+    // for all of them while it sits in L1.
+    for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
+      const int64_t x1 = std::min(n_rows, x0 + kXChunk);
+      for (int64_t r = r_begin; r < r_end; r += kRepackRows) {
+        const int64_t r1 = std::min(r_end, r + kRepackRows);
+        for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
+          const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
+          rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * out_);
+        }
+      }
+    }
+  }
+  if (!bias_.empty()) {
+    for (int64_t i = 0; i < n_rows; ++i)
+      for (int64_t r = r_begin; r < r_end; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
+  }
+}
+
+void QuantLinear::reserve_scratch(int64_t n_rows) {
+  const size_t needed = static_cast<size_t>(n_rows * (in_ / kBlock));
+  if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
+  if (repacked_rows_ > 0 && x_scales_.size() < needed) x_scales_.resize(needed);
+}
+
 Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   if (n_rows <= 0) return n_rows == 0 ? Status::Ok() : InvalidArgument("ggml linear: negative row count");
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
-    const int64_t nb = in_ / kBlock;
-    const size_t needed = static_cast<size_t>(n_rows * nb);
-    if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
-    if (repacked_rows_ > 0 && x_scales_.size() < needed) x_scales_.resize(needed);
-    BlockQ8_1* xq = x_q8_.data();
-    ActivationScales* xs = x_scales_.data();
+    reserve_scratch(n_rows);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
 #pragma omp parallel if (parallel)
@@ -91,40 +131,35 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       const int nt = omp_get_num_threads();
       const int t = omp_get_thread_num();
       const RowRange xr = split_rows(n_rows, 1, t, nt);
-      for (int64_t i = xr.begin; i < xr.end; ++i) {
-        k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
-        if (xs != nullptr) {
-          for (int64_t b = i * nb; b < (i + 1) * nb; ++b) xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s)};
-        }
-      }
+      quantize_rows(k, x, xr.begin, xr.end);
       if (nt > 1) {
 #pragma omp barrier
       }
       // Boundaries on multiples of 8 keep repacked groups whole (and tiles of 4).
       const RowRange wr = split_rows(out_, kRepackRows, t, nt);
-      if (n_rows == 1) {
-        rows(k, wr.begin, wr.end, xq, xs, 1, y);
-      } else {
-        // Each weight group is read once per chunk of activation rows and used
-        // for all of them while it sits in L1.
-        for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
-          const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-          for (int64_t r = wr.begin; r < wr.end; r += kRepackRows) {
-            const int64_t r1 = std::min(wr.end, r + kRepackRows);
-            for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
-              const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
-              rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * out_);
-            }
-          }
-        }
-      }
-    }
-    if (!bias_.empty()) {
-      for (int64_t i = 0; i < n_rows; ++i)
-        for (int64_t r = 0; r < out_; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
+      output_range(k, n_rows, y, wr.begin, wr.end);
     }
     return Status::Ok();
   });
+}
+
+Status QuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
+  if (n_rows <= 0) return InvalidArgument("ggml linear: prepare needs at least one row");
+  if (x == nullptr) return InvalidArgument("ggml linear: null input");
+  return guard([&]() -> Status {
+    kernels_ = &active_kernels();
+    if (tile_for(*kernels_, type_) == nullptr)
+      return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
+    reserve_scratch(n_rows);
+    quantize_rows(*kernels_, x, 0, n_rows);
+    prepared_rows_ = n_rows;
+    return Status::Ok();
+  });
+}
+
+void QuantLinear::compute(float* y, int64_t begin, int64_t end) noexcept {
+  if (kernels_ == nullptr || prepared_rows_ <= 0 || y == nullptr) return;
+  output_range(*kernels_, prepared_rows_, y, std::clamp<int64_t>(begin, 0, out_), std::clamp<int64_t>(end, 0, out_));
 }
 
 }  // namespace tessera::ggml

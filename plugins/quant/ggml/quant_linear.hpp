@@ -27,12 +27,23 @@ class QuantLinear final : public Linear {
   int64_t out_features() const override { return out_; }
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
+  // The split (linear.hpp): prepare() quantizes every row on the calling
+  // thread; compute() takes ranges on multiples of the 8-row repacked groups.
+  bool splits() const noexcept override { return true; }
+  int64_t column_alignment() const noexcept override { return kRepackRows; }
+  Status prepare(const float* x, int64_t n_rows) noexcept override;
+  void compute(float* y, int64_t begin, int64_t end) noexcept override;
 
  private:
   // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
   // rows; y points at the first activation row's outputs.
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, const ActivationScales* xs, int nx,
             float* y) const;
+  // Activation rows [row_begin, row_end) of x into the scratch (Q8_1 and widened scales).
+  void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
+  // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
+  void output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
+  void reserve_scratch(int64_t n_rows);
 
   const uint8_t* weights_;
   DType type_;
@@ -44,6 +55,8 @@ class QuantLinear final : public Linear {
   int64_t repacked_rows_ = 0;    // rows served from repacked_
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
   std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32 (repacked path)
+  const KernelTable* kernels_ = nullptr;     // chosen by the last prepare()
+  int64_t prepared_rows_ = 0;                // rows the scratch holds after prepare()
 };
 
 }  // namespace tessera::ggml

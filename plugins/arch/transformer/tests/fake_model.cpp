@@ -1,5 +1,8 @@
 #include "fake_model.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -146,15 +149,35 @@ PlainLinear::PlainLinear(const TensorRef& weight, const TensorRef* bias)
       in_(weight.shape[1]),
       out_(weight.shape[0]) {}
 
-Status PlainLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
+void PlainLinear::columns(const float* x, float* y, int64_t n_rows, int64_t begin, int64_t end) const {
   for (int64_t r = 0; r < n_rows; ++r) {
-    for (int64_t o = 0; o < out_; ++o) {
+    for (int64_t o = begin; o < end; ++o) {
       double acc = b_ ? b_[o] : 0.0;
       for (int64_t i = 0; i < in_; ++i) acc += static_cast<double>(w_[o * in_ + i]) * x[r * in_ + i];
       y[r * out_ + o] = static_cast<float>(acc);
     }
   }
+}
+
+Status PlainLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
+  columns(x, y, n_rows, 0, out_);
   return Status::Ok();
+}
+
+Status PlainLinear::prepare(const float* x, int64_t n_rows) noexcept {
+  x_ = x;
+  n_rows_ = n_rows;
+  ++prepare_calls;
+  return Status::Ok();
+}
+
+void PlainLinear::compute(float* y, int64_t begin, int64_t end) noexcept {
+  if (begin % 3 != 0 || (end % 3 != 0 && end != out_) || begin > end || end > out_) {
+    std::fprintf(stderr, "PlainLinear::compute: range [%lld, %lld) breaks the alignment of 3\n",
+                 static_cast<long long>(begin), static_cast<long long>(end));
+    std::abort();
+  }
+  columns(x_, y, n_rows_, begin, end);
 }
 
 Status PlainAttention::forward(const AttentionArgs& a) noexcept {

@@ -3,6 +3,8 @@
 // attention kernel, KV cache), so the plugin is tested without any other plugin.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -77,11 +79,21 @@ class PlainLinear final : public Linear {
   int64_t out_features() const override { return out_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(in_ * out_) * sizeof(float); }
+  // The prepare/compute split too (columns in units of 3, an awkward size on
+  // purpose), so the model's shared-input path runs in the tests.
+  bool splits() const noexcept override { return true; }
+  int64_t column_alignment() const noexcept override { return 3; }
+  Status prepare(const float* x, int64_t n_rows) noexcept override;
+  void compute(float* y, int64_t begin, int64_t end) noexcept override;
+  static inline std::atomic<int64_t> prepare_calls{0};  // over all PlainLinears
 
  private:
+  void columns(const float* x, float* y, int64_t n_rows, int64_t begin, int64_t end) const;
   const float* w_;  // [out, in]
   const float* b_;  // [out] or nullptr
   int64_t in_, out_;
+  const float* x_ = nullptr;  // set by prepare()
+  int64_t n_rows_ = 0;
 };
 
 // Causal softmax attention over block-table views, one query and head at a time.

@@ -35,6 +35,20 @@ TEST(TransformerForward, PrefillEqualsTokenByTokenDecodeAndReference) {
   check_prefill_decode_reference(TinySpec{}, 12);
 }
 
+TEST(TransformerForward, DecodeRunsQkvAndGateUpThroughOneSharedRegionEach) {
+  // Q/K/V and gate/up read the same input: a decode step prepares those five
+  // Linears of every layer (tessera/linear.hpp split) instead of calling their
+  // forward(); PrefillEqualsTokenByTokenDecodeAndReference checks the values.
+  const TinySpec spec;
+  Harness h(spec);
+  ASSERT_TRUE(h.ok());
+  const SeqId s = h.new_sequence();
+  h.step({{s, random_tokens(5, spec.vocab, 2), false}});
+  const int64_t before = PlainLinear::prepare_calls.load();
+  h.step({{s, {3}, false}});
+  EXPECT_EQ(PlainLinear::prepare_calls.load() - before, 5 * spec.n_layer);
+}
+
 TEST(TransformerForward, LastTokenLogitsOnlyWhenAllLogitsIsOff) {
   const TinySpec spec;
   const auto tokens = random_tokens(9, spec.vocab, 3);

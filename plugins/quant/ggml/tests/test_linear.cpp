@@ -185,6 +185,38 @@ TEST(Linear, RepackedMatchesInPlace) {
   }
 }
 
+// prepare() then compute() over ranges on multiples of the alignment, in any
+// order, gives exactly forward()'s outputs (same tiles, same order per output),
+// with a bias, for each quantized format, repacked or not, one row or several.
+TEST(Linear, PrepareComputeSplitEqualsForward) {
+  constexpr int64_t kOut = 45, kIn = 576;  // 5 whole groups of 8 and 5 rows past them
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0}) {
+    for (bool repack : {true, false}) {
+      const auto w = make_weight_bytes(type, kOut, kIn, 31);
+      const auto bias = random_floats(kOut, 32);
+      QuantLinear linear(w.data(), type, kOut, kIn, bias, repack);
+      ASSERT_TRUE(linear.splits());
+      ASSERT_EQ(linear.column_alignment(), 8);
+      for (int64_t n : {1, 3, 8, 11}) {
+        const auto x = random_floats(n * kIn, 33 + n);
+        std::vector<float> want(n * kOut), got(n * kOut, -99.0f);
+        ASSERT_TRUE(linear.forward(x.data(), want.data(), n).ok());
+        ASSERT_TRUE(linear.prepare(x.data(), n).ok());
+        linear.compute(got.data(), 24, kOut);  // the tail first, past the last whole group
+        linear.compute(got.data(), 8, 24);
+        linear.compute(got.data(), 0, 8);
+        for (int64_t i = 0; i < n * kOut; ++i)
+          ASSERT_EQ(got[i], want[i]) << dtype_name(type) << (repack ? " repacked" : " in place") << " n=" << n << " at " << i;
+      }
+    }
+  }
+  const auto small = make_weight_bytes(DType::q8_0, 8, 32, 1);
+  QuantLinear linear(small.data(), DType::q8_0, 8, 32, {});
+  std::vector<float> x(32);
+  EXPECT_EQ(linear.prepare(nullptr, 1).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(linear.prepare(x.data(), 0).code(), StatusCode::invalid_argument);
+}
+
 TEST(Linear, RejectsBadCalls) {
   const auto w = make_weight_bytes(DType::q8_0, 4, 32, 1);
   QuantLinear linear(w.data(), DType::q8_0, 4, 32, {});
