@@ -51,6 +51,11 @@ TEST(Batching, ContiguousBatchEqualsAlone) {
   expect_same(alone, run_batched(*session, 24, {}, &stats));
   EXPECT_EQ(stats.max_running, 5);
   EXPECT_LT(stats.steps, 5 * 24);  // batched: fewer forward steps than tokens
+  // The five prompts (~200 tokens) share the first step, which gives each its
+  // first token; every later token comes from a step that only decodes.
+  EXPECT_EQ(stats.decode_step_tokens, stats.generated_tokens - 5);
+  EXPECT_GT(stats.decode_step_ms, 0.0);
+  EXPECT_LT(stats.decode_step_ms, stats.wall_ms);
 }
 
 TEST(Batching, ChunkedPrefillEqualsAlone) {
