@@ -3,7 +3,6 @@
 #include "tessera/fast_exp.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,9 +21,6 @@ namespace tessera::plugins::paged_attention {
 // The clones stay in an anonymous namespace: GCC would give the ifunc resolver
 // of an external clone default visibility, and a plugin exports only its entry.
 namespace {
-
-// Inlined into each clone, so the exponentials vectorize at its width.
-inline float exp_core(float x) { return exp_nonpositive(x); }
 
 // The loops, for a head_dim fixed at compile time (kDim > 0: the usual 64 and
 // 128, where the accumulator of a query stays in registers across a whole run
@@ -144,11 +140,11 @@ float softmax_update_impl(float* __restrict s, int32_t n, float* m, float* l) {
 #pragma omp simd reduction(max : chunk_max)
   for (int32_t t = 1; t < n; ++t) chunk_max = std::max(chunk_max, s[t]);
   const float m_new = std::max(*m, chunk_max);
-  const float correction = exp_core(*m - m_new);  // ~0 on the first step, where l and acc are 0 anyway
+  const float correction = exp_nonpositive(*m - m_new);  // ~0 on the first step, where l and acc are 0 anyway
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int32_t t = 0; t < n; ++t) {
-    s[t] = exp_core(s[t] - m_new);
+    s[t] = exp_nonpositive(s[t] - m_new);
     sum += s[t];
   }
   *l = *l * correction + sum;

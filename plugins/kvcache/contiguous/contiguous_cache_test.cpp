@@ -6,6 +6,7 @@
 
 #include "contiguous_cache.hpp"
 #include "plugin_loading.hpp"
+#include "kv_tagged_rows.hpp"
 #include "plugin_test_support.hpp"
 
 namespace tessera::plugins {
@@ -40,35 +41,12 @@ std::unique_ptr<ContiguousKvCache> configured(int64_t max_sequences, int64_t max
   return cache;
 }
 
-// Fills token `pos` of `seq` in every layer with a value that encodes where it is.
 void write_token(ContiguousKvCache& cache, SeqId seq, int64_t pos, float tag) {
-  for (int32_t l = 0; l < 2; ++l) {
-    KvLayerView view = cache.layer(l);
-    const int64_t off = view.slot_offset(cache.block_table(seq), pos);
-    for (int64_t i = 0; i < view.row_stride(); ++i) {
-      const float value = tag + 100.0f * l + 0.01f * i;
-      const float negated = -value;
-      kv_store(view, view.k, off + i, &value, 1);
-      kv_store(view, view.v, off + i, &negated, 1);
-    }
-  }
+  test::write_tagged_token(cache, 2, seq, pos, tag);
 }
 
 bool token_is(ContiguousKvCache& cache, SeqId seq, int64_t pos, float tag) {
-  for (int32_t l = 0; l < 2; ++l) {
-    KvLayerView view = cache.layer(l);
-    const int64_t off = view.slot_offset(cache.block_table(seq), pos);
-    for (int64_t i = 0; i < view.row_stride(); ++i) {
-      // What was stored, rounded as the pool's dtype rounds it.
-      float want = tag + 100.0f * l + 0.01f * i;
-      if (view.dtype == DType::f16) want = f16_to_f32(f32_to_f16(want));
-      float k = 0.0f, v = 0.0f;
-      kv_load(view, view.k, off + i, &k, 1);
-      kv_load(view, view.v, off + i, &v, 1);
-      if (k != want || v != -want) return false;
-    }
-  }
-  return true;
+  return test::token_has_tag(cache, 2, seq, pos, tag);
 }
 
 TEST(ContiguousKvCache, EntryDescribesThePluginAndItsFactoryWorks) {

@@ -10,6 +10,7 @@
 
 #include "paged_cache.hpp"
 #include "plugin_loading.hpp"
+#include "kv_tagged_rows.hpp"
 #include "plugin_test_support.hpp"
 
 namespace tessera::plugins {
@@ -48,35 +49,12 @@ std::unique_ptr<PagedKvCache> configured(int64_t block_size = 4, int64_t n_block
   return cache;
 }
 
-// Token `pos` of `seq` in every layer gets a K and V row encoding `tag`, the layer and the element.
 void write_token(PagedKvCache& cache, SeqId seq, int64_t pos, float tag) {
-  for (int32_t l = 0; l < kLayers; ++l) {
-    KvLayerView view = cache.layer(l);
-    const int64_t off = view.slot_offset(cache.block_table(seq), pos);
-    for (int64_t i = 0; i < view.row_stride(); ++i) {
-      const float value = tag + 100.0f * l + 0.01f * i;
-      const float negated = -value;
-      kv_store(view, view.k, off + i, &value, 1);
-      kv_store(view, view.v, off + i, &negated, 1);
-    }
-  }
+  test::write_tagged_token(cache, kLayers, seq, pos, tag);
 }
 
 bool token_is(PagedKvCache& cache, SeqId seq, int64_t pos, float tag) {
-  for (int32_t l = 0; l < kLayers; ++l) {
-    KvLayerView view = cache.layer(l);
-    const int64_t off = view.slot_offset(cache.block_table(seq), pos);
-    for (int64_t i = 0; i < view.row_stride(); ++i) {
-      // What was stored, rounded as the pool's dtype rounds it.
-      float want = tag + 100.0f * l + 0.01f * i;
-      if (view.dtype == DType::f16) want = f16_to_f32(f32_to_f16(want));
-      float k = 0.0f, v = 0.0f;
-      kv_load(view, view.k, off + i, &k, 1);
-      kv_load(view, view.v, off + i, &v, 1);
-      if (k != want || v != -want) return false;
-    }
-  }
-  return true;
+  return test::token_has_tag(cache, kLayers, seq, pos, tag);
 }
 
 // Appends n tokens tagged first_tag, first_tag + 1, ...
