@@ -97,7 +97,41 @@ struct BlockQ8_0x8 {
   int8_t qs[kRepackRows * kBlock];
 };
 
+// The wide layouts, for AVX-512 VNNI: 16 rows, so one 64-byte load holds 4
+// consecutive quants of each of 16 rows and one zmm vpdpbusd does 64
+// multiply-adds. With 8 rows a kernel needs twice the broadcasts, loads and
+// scale steps per multiply-add; the zmm kernels ran 13-17% faster for 8
+// activation rows (docs/kernels.md). Chunk k of qs: bytes 4r..4r+3 as in the
+// 8-row layouts, for r < 16.
+inline constexpr int kWideRepackRows = 16;
+
+struct BlockQ4_1x16 {
+  uint16_t d[kWideRepackRows];
+  uint16_t m[kWideRepackRows];
+  uint8_t qs[kWideRepackRows * kBlock / 2];
+};
+
+// Quants stored as q + 128 (0..255; bit 7 flipped), the unsigned operand of
+// vpdpbusd, so the kernel needs no vpsignb (which has no 512-bit form). The
+// kernel subtracts 128 * sum(x quants) of each block (ActivationScales::q_sum128).
+// A group of nb blocks is stored as nb / 2 pairs, then one BlockQ8_0x16 if nb
+// is odd: a block is 544 bytes, so every other block's quants would start 32
+// bytes into a cache line and each 64-byte load would touch two lines (6%
+// slower streaming the output matrix); a pair is 17 whole lines with both
+// blocks' quants on line boundaries.
+struct BlockQ8_0x16 {
+  uint16_t d[kWideRepackRows];
+  uint8_t qs[kWideRepackRows * kBlock];
+};
+struct BlockQ8_0x16Pair {
+  uint16_t d[2][kWideRepackRows];
+  uint8_t qs[2][kWideRepackRows * kBlock];
+};
+
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
+static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
+static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0));
+static_assert(sizeof(BlockQ8_0x16Pair) == 2 * sizeof(BlockQ8_0x16) && sizeof(BlockQ8_0x16Pair) % 64 == 0);
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0));
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);

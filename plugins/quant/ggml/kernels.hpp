@@ -48,10 +48,12 @@ using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 struct ActivationScales {
   float d;
   float s;
+  int32_t q_sum128;  // 128 * (sum of the block's 32 quants): the excess a weight stored as q + 128 adds (BlockQ8_0x16)
 };
 
-// Repacked 8-row group (blocks.hpp: BlockQ4_1x8, BlockQ8_0x8) of nb blocks: for
-// xi < nx <= kMaxRepackX and r < 8, y[xi * y_stride + r] = dot(row r, activation row xi).
+// Repacked group of R rows (blocks.hpp: R = 8 for BlockQ4_1x8 and BlockQ8_0x8,
+// 16 for the x16 layouts) of nb blocks: for xi < nx <= kMaxRepackX and r < R,
+// y[xi * y_stride + r] = dot(row r, activation row xi).
 // xs holds the widened scales of x, laid out like x (x_row_blocks per row).
 using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* xs,
                               size_t x_row_blocks, int nx, float* y, size_t y_stride);
@@ -69,6 +71,11 @@ struct KernelTable {
   FloatDotFn bf16;
   RepackTileFn q4_1x8;
   RepackTileFn q8_0x8;
+  // The 16-row layouts, where the level has kernels for them (AVX-512 VNNI and
+  // the scalar reference), else nullptr. A QuantLinear repacks to these when
+  // the table it is built under has them.
+  RepackTileFn q4_1x16;
+  RepackTileFn q8_0x16;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -244,7 +244,7 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
 const KernelTable& avx2_kernel_table() {
   static const KernelTable table{
       SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
-      &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8,
+      &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
   };
   return table;
 }

@@ -269,11 +269,19 @@ float dot_half(const void* w, const float* x, int64_t n) {
 
 #define TESSERA_GGML_REPACK_TILE_X 8
 #include "kernels_repack_impl.hpp"
+#if TESSERA_GGML_VNNI
+#include "kernels_repack16_impl.hpp"
+#endif
 
 const KernelTable& make_table(SimdLevel level, const char* name) {
   static const KernelTable table{
       level, name, kMaxTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_half<f16x16>, &dot_half<bf16x16>, repack::q4_1x8, repack::q8_0x8,
+#if TESSERA_GGML_VNNI
+      repack16::q4_1x16, repack16::q8_0x16,
+#else
+      nullptr, nullptr,  // the 16-row Q8_0 layout needs vpdpbusd (vpmaddubsw would saturate on q + 128)
+#endif
   };
   return table;
 }

@@ -70,20 +70,22 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
   return sum;
 }
 
-// Repacked groups, read straight from the layout described in blocks.hpp.
-// The reference reads the scales from the blocks themselves, not from xs.
-void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/, size_t x_row_blocks,
-            int nx, float* y, size_t y_stride) {
-  const auto* w = static_cast<const BlockQ4_1x8*>(group);
+// Repacked groups, read straight from the layouts described in blocks.hpp
+// (R rows, chunk k of qs holding bytes 4r..4r+3 for row r). The reference
+// reads the scales from the blocks themselves, not from xs.
+template <typename Group, int R>
+void q4_1_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
+                size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+  const auto* w = static_cast<const Group*>(group);
   for (int xi = 0; xi < nx; ++xi) {
-    for (int r = 0; r < kRepackRows; ++r) {
+    for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8_1& xb = x[xi * x_row_blocks + b];
         int isum = 0;
         for (int k = 0; k < 4; ++k) {
           for (int i = 0; i < 4; ++i) {
-            const uint8_t byte = w[b].qs[32 * k + 4 * r + i];
+            const uint8_t byte = w[b].qs[4 * R * k + 4 * r + i];
             isum += (byte & 0x0F) * xb.qs[4 * k + i] + (byte >> 4) * xb.qs[16 + 4 * k + i];
           }
         }
@@ -95,18 +97,50 @@ void q4_1x8(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationS
   }
 }
 
-void q8_0x8(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/, size_t x_row_blocks,
-            int nx, float* y, size_t y_stride) {
-  const auto* w = static_cast<const BlockQ8_0x8*>(group);
+// Block b of an 8-row Q8_0 group: signed quants, one block after another.
+struct Q8_0x8Layout {
+  static constexpr int kRows = kRepackRows;
+  static constexpr int kOffset = 0;
+  static const uint16_t* d(const void* g, int64_t /*nb*/, int64_t b) { return static_cast<const BlockQ8_0x8*>(g)[b].d; }
+  static const uint8_t* qs(const void* g, int64_t /*nb*/, int64_t b) {
+    return reinterpret_cast<const uint8_t*>(static_cast<const BlockQ8_0x8*>(g)[b].qs);
+  }
+};
+
+// Block b of a 16-row Q8_0 group: quants stored as q + 128, blocks in pairs
+// and a lone last block when nb is odd (blocks.hpp).
+struct Q8_0x16Layout {
+  static constexpr int kRows = kWideRepackRows;
+  static constexpr int kOffset = 128;
+  static const uint16_t* d(const void* g, int64_t nb, int64_t b) {
+    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
+    return b / 2 < nb / 2 ? pairs[b / 2].d[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->d;
+  }
+  static const uint8_t* qs(const void* g, int64_t nb, int64_t b) {
+    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
+    return b / 2 < nb / 2 ? pairs[b / 2].qs[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->qs;
+  }
+};
+
+template <typename Layout>
+void q8_0_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
+                size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+  constexpr int R = Layout::kRows;
   for (int xi = 0; xi < nx; ++xi) {
-    for (int r = 0; r < kRepackRows; ++r) {
+    for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8_1& xb = x[xi * x_row_blocks + b];
+        const uint8_t* qs = Layout::qs(group, nb, b);
         int isum = 0;
-        for (int k = 0; k < 8; ++k)
-          for (int i = 0; i < 4; ++i) isum += w[b].qs[32 * k + 4 * r + i] * xb.qs[4 * k + i];
-        sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum);
+        for (int k = 0; k < 8; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = qs[4 * R * k + 4 * r + i];
+            const int q = Layout::kOffset != 0 ? byte - Layout::kOffset : static_cast<int8_t>(byte);
+            isum += q * xb.qs[4 * k + i];
+          }
+        }
+        sum += f16_to_f32(Layout::d(group, nb, b)[r]) * f16_to_f32(xb.d) * static_cast<float>(isum);
       }
       y[xi * y_stride + r] = sum;
     }
@@ -127,8 +161,10 @@ const KernelTable& scalar_kernel_table() {
       &dot_f32,
       &dot_f16,
       &dot_bf16,
-      &q4_1x8,
-      &q8_0x8,
+      &q4_1_group<BlockQ4_1x8, kRepackRows>,
+      &q8_0_group<Q8_0x8Layout>,
+      &q4_1_group<BlockQ4_1x16, kWideRepackRows>,
+      &q8_0_group<Q8_0x16Layout>,
   };
   return table;
 }

@@ -42,24 +42,41 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
       bias_(std::move(bias)) {
   if (!repack || (type != DType::q4_1 && type != DType::q8_0)) return;
-  repacked_rows_ = out_ / kRepackRows * kRepackRows;
+  // The 16-row layout where the kernels in use have it; a level forced later
+  // that lacks it computes from the ggml rows instead (rows()).
+  const KernelTable& k = active_kernels();
+  group_rows_ = (type == DType::q4_1 ? k.q4_1x16 : k.q8_0x16) != nullptr ? kWideRepackRows : kRepackRows;
+  repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
+  const auto* src = weights_;
   repacked_ = HostBuffer(static_cast<size_t>(repacked_rows_) * row_bytes_);
+  const bool wide = group_rows_ == kWideRepackRows;
   if (type == DType::q4_1) {
-    repack_q4_1x8(reinterpret_cast<const BlockQ4_1*>(weights_), repacked_rows_, nb, repacked_.as<BlockQ4_1x8>());
+    const auto* rows = reinterpret_cast<const BlockQ4_1*>(src);
+    if (wide) repack_q4_1x16(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x16>());
+    else repack_q4_1x8(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x8>());
   } else {
-    repack_q8_0x8(reinterpret_cast<const BlockQ8_0*>(weights_), repacked_rows_, nb, repacked_.as<BlockQ8_0x8>());
+    const auto* rows = reinterpret_cast<const BlockQ8_0*>(src);
+    if (wide) repack_q8_0x16(rows, repacked_rows_, nb, repacked_.data());
+    else repack_q8_0x8(rows, repacked_rows_, nb, repacked_.as<BlockQ8_0x8>());
   }
+}
+
+RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
+  const bool wide = group_rows_ == kWideRepackRows;
+  if (type_ == DType::q4_1) return wide ? k.q4_1x16 : k.q4_1x8;
+  return wide ? k.q8_0x16 : k.q8_0x8;
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
                        const ActivationScales* xs, int nx, float* y) const {
   const int64_t nb = in_ / kBlock;
-  const RepackTileFn group = type_ == DType::q4_1 ? k.q4_1x8 : k.q8_0x8;
+  const RepackTileFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
+  const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;  // no kernel for the layout: the ggml rows
   const QuantTileFn tile = tile_for(k, type_);
   int64_t r = r0;
-  for (; r < r1 && r + kRepackRows <= repacked_rows_; r += kRepackRows) {
+  for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
     group(repacked_.data() + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
@@ -79,7 +96,11 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   for (int64_t i = row_begin; i < row_end; ++i) {
     k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
     if (xs != nullptr) {
-      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s)};
+      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) {
+        int32_t q_sum = 0;
+        for (int j = 0; j < kBlock; ++j) q_sum += xq[b].qs[j];
+        xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s), 128 * q_sum};
+      }
     }
   }
 }
@@ -96,8 +117,8 @@ void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, i
     // for all of them while it sits in L1.
     for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
       const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-      for (int64_t r = r_begin; r < r_end; r += kRepackRows) {
-        const int64_t r1 = std::min(r_end, r + kRepackRows);
+      for (int64_t r = r_begin; r < r_end; r += group_rows_) {
+        const int64_t r1 = std::min(r_end, r + group_rows_);
         for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
           const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
           rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * out_);
@@ -135,8 +156,8 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       if (nt > 1) {
 #pragma omp barrier
       }
-      // Boundaries on multiples of 8 keep repacked groups whole (and tiles of 4).
-      const RowRange wr = split_rows(out_, kRepackRows, t, nt);
+      // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
+      const RowRange wr = split_rows(out_, group_rows_, t, nt);
       output_range(k, n_rows, y, wr.begin, wr.end);
     }
     return Status::Ok();

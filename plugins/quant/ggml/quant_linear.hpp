@@ -17,9 +17,10 @@ class QuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 32 blocks of `type`, kept by
   // pointer (it lives in the memory-mapped model). `bias`: empty or out_features.
-  // `repack`: copy Q4_1/Q8_0 rows, 8 at a time, into the interleaved layouts
-  // of blocks.hpp (same size; faster kernels). Rows past the last multiple of 8
-  // and the other formats use the ggml layout in place.
+  // `repack`: copy Q4_1/Q8_0 rows, 16 at a time where the kernels in use have
+  // 16-row kernels (AVX-512 VNNI), else 8, into the interleaved layouts of
+  // blocks.hpp (same size; faster kernels). Rows past the last whole group and
+  // the other formats use the ggml layout in place.
   QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
               std::vector<float> bias, bool repack = true);
 
@@ -28,14 +29,16 @@ class QuantLinear final : public Linear {
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   // The split (linear.hpp): prepare() quantizes every row on the calling
-  // thread; compute() takes ranges on multiples of the 8-row repacked groups.
+  // thread; compute() takes ranges on multiples of the repacked groups (8 or 16 rows).
   bool splits() const noexcept override { return true; }
-  int64_t column_alignment() const noexcept override { return kRepackRows; }
+  int64_t column_alignment() const noexcept override { return group_rows_; }
   Status prepare(const float* x, int64_t n_rows) noexcept override;
   void compute(float* y, int64_t begin, int64_t end) noexcept override;
 
  private:
-  // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
+  // The group kernel of `k` for this layout, or nullptr where `k` has none.
+  RepackTileFn group_kernel(const KernelTable& k) const;
+  // Output rows [r0, r1) (r0 a multiple of the group) for nx <= kMaxRepackX activation
   // rows; y points at the first activation row's outputs.
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, const ActivationScales* xs, int nx,
             float* y) const;
@@ -51,10 +54,11 @@ class QuantLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  HostBuffer repacked_;          // [repacked_rows_ / 8, in / 32] interleaved blocks, or empty
-  int64_t repacked_rows_ = 0;    // rows served from repacked_
+  int64_t group_rows_ = kRepackRows;  // rows per repacked group: 8 or 16
+  HostBuffer repacked_;          // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
+  int64_t repacked_rows_ = 0;    // rows held in repacked_
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
-  std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32 (repacked path)
+  std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32, 128 * sum(q) (repacked path)
   const KernelTable* kernels_ = nullptr;     // chosen by the last prepare()
   int64_t prepared_rows_ = 0;                // rows the scratch holds after prepare()
 };

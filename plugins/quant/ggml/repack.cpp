@@ -1,4 +1,4 @@
-// repack.cpp: interleave 8 rows of ggml blocks (layouts described in blocks.hpp).
+// repack.cpp: interleave 8 or 16 rows of ggml blocks (layouts described in blocks.hpp).
 #include "repack.hpp"
 
 #include <cstring>
@@ -29,6 +29,51 @@ void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* 
         for (int k = 0; k < 8; ++k) std::memcpy(out.qs + 32 * k + 4 * r, in.qs + 4 * k, 4);
       }
     }
+  }
+}
+
+void repack_q4_1x16(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x16* dst) {
+  for (int64_t g = 0; g < rows / kWideRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4_1x16& out = dst[g * nb + b];
+      for (int r = 0; r < kWideRepackRows; ++r) {
+        const BlockQ4_1& in = src[(g * kWideRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        out.m[r] = in.m;
+        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 64 * k + 4 * r, in.qs + 4 * k, 4);
+      }
+    }
+  }
+}
+
+void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst) {
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t g = 0; g < rows / kWideRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      // Block b's scales and quants: in pair b / 2, or the lone last block.
+      const int64_t pair = b / 2;
+      uint16_t* d;
+      uint8_t* qs;
+      if (b / 2 < nb / 2) {
+        auto* p = reinterpret_cast<BlockQ8_0x16Pair*>(out) + pair;
+        d = p->d[b % 2];
+        qs = p->qs[b % 2];
+      } else {
+        auto* last = reinterpret_cast<BlockQ8_0x16*>(out + (nb / 2) * sizeof(BlockQ8_0x16Pair));
+        d = last->d;
+        qs = last->qs;
+      }
+      for (int r = 0; r < kWideRepackRows; ++r) {
+        const BlockQ8_0& in = src[(g * kWideRepackRows + r) * nb + b];
+        d[r] = in.d;
+        for (int k = 0; k < 8; ++k) {
+          for (int i = 0; i < 4; ++i) {  // q + 128 as a byte: flipping bit 7 of the two's complement
+            qs[64 * k + 4 * r + i] = static_cast<uint8_t>(in.qs[4 * k + i]) ^ 0x80u;
+          }
+        }
+      }
+    }
+    out += nb * sizeof(BlockQ8_0x16);
   }
 }
 

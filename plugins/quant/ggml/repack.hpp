@@ -1,4 +1,4 @@
-// repack.hpp: ggml rows -> the 8-row interleaved layouts of blocks.hpp.
+// repack.hpp: ggml rows -> the 8- and 16-row interleaved layouts of blocks.hpp.
 #pragma once
 
 #include <cstdint>
@@ -11,5 +11,9 @@ namespace tessera::ggml {
 // dst holds rows / 8 groups of nb blocks.
 void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst);
 void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* dst);
+// `rows` a multiple of 16; dst holds rows / 16 groups of nb blocks.
+void repack_q4_1x16(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x16* dst);
+// Each Q8_0 group is nb / 2 BlockQ8_0x16Pair and, for odd nb, one BlockQ8_0x16.
+void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst);
 
 }  // namespace tessera::ggml

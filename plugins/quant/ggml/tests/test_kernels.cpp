@@ -171,46 +171,68 @@ TEST_P(KernelLevel, FloatDotsMatchScalar) {
   }
 }
 
-// The repacked layouts: the scalar group kernel equals the plain scalar tile
-// bit for bit (same per-block arithmetic, same order), which checks repacking;
-// each SIMD group kernel matches the scalar one within the f32 tolerance.
+// The repacked layouts, 8 and 16 rows: the scalar group kernel equals the
+// plain scalar tile bit for bit (same per-block arithmetic, same order), which
+// checks repacking; each SIMD group kernel matches the scalar one within the
+// f32 tolerance. A level without kernels for the 16-row layout says so.
 TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& simd = *kernels_for(GetParam());
   const KernelTable& ref = scalar_kernel_table();
-  constexpr int kRows = 16;  // two groups; the second is tested
-  for (DType type : {DType::q4_1, DType::q8_0}) {
-    for (int64_t nb : {1, 3, 18, 48}) {
-      const int64_t cols = nb * 32;
-      const auto w = make_weights(type, kRows, cols, static_cast<uint32_t>(nb * 5 + 3));
-      const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
-      const size_t row_bytes = dtype_row_bytes(type, cols);
-      std::vector<uint8_t> packed(w.size());
-      if (type == DType::q4_1) {
-        repack_q4_1x8(reinterpret_cast<const BlockQ4_1*>(w.data()), kRows, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
-      } else {
-        repack_q8_0x8(reinterpret_cast<const BlockQ8_0*>(w.data()), kRows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
-      }
-      const uint8_t* group = packed.data() + 8 * row_bytes;
-      const RepackTileFn simd_fn = type == DType::q4_1 ? simd.q4_1x8 : simd.q8_0x8;
-      const RepackTileFn ref_fn = type == DType::q4_1 ? ref.q4_1x8 : ref.q8_0x8;
-      const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1 : ref.q8_0;
-      for (int nx = 1; nx <= kMaxRepackX; ++nx) {
-        float want[kMaxRepackX][8], got[kMaxRepackX][8], plain_y[kMaxRepackX][8];
-        for (int x0 = 0; x0 < nx; x0 += kMaxTileX) {
-          for (int r0 = 0; r0 < 8; r0 += 4)
-            plain(w.data() + (8 + r0) * row_bytes, row_bytes, 4, x.data() + x0 * nb, nb, std::min(kMaxTileX, nx - x0), nb,
-                  &plain_y[x0][r0], 8);
+  for (const int R : {kRepackRows, kWideRepackRows}) {
+    const bool wide = R == kWideRepackRows;
+    if (wide && simd.q4_1x16 == nullptr && simd.q8_0x16 == nullptr) {
+      std::printf("[ info ] %s has no 16-row kernels: QuantLinear uses the 8-row layout there\n", simd.name);
+      continue;
+    }
+    const int rows = 2 * R;  // two groups; the second is tested
+    for (DType type : {DType::q4_1, DType::q8_0}) {
+      const RepackTileFn simd_fn = type == DType::q4_1 ? (wide ? simd.q4_1x16 : simd.q4_1x8)
+                                                        : (wide ? simd.q8_0x16 : simd.q8_0x8);
+      const RepackTileFn ref_fn = type == DType::q4_1 ? (wide ? ref.q4_1x16 : ref.q4_1x8)
+                                                       : (wide ? ref.q8_0x16 : ref.q8_0x8);
+      ASSERT_NE(ref_fn, nullptr);
+      if (simd_fn == nullptr) continue;
+      for (int64_t nb : {1, 3, 18, 48}) {
+        const int64_t cols = nb * 32;
+        const auto w = make_weights(type, rows, cols, static_cast<uint32_t>(nb * 5 + 3));
+        const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
+        const size_t row_bytes = dtype_row_bytes(type, cols);
+        std::vector<uint8_t> packed(w.size());
+        if (type == DType::q4_1) {
+          const auto* src = reinterpret_cast<const BlockQ4_1*>(w.data());
+          if (wide) repack_q4_1x16(src, rows, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
+          else repack_q4_1x8(src, rows, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
+        } else {
+          const auto* src = reinterpret_cast<const BlockQ8_0*>(w.data());
+          if (wide) repack_q8_0x16(src, rows, nb, packed.data());
+          else repack_q8_0x8(src, rows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
         }
+        const uint8_t* group = packed.data() + R * row_bytes;
+        const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1 : ref.q8_0;
         std::vector<ActivationScales> xs(x.size());
-        for (size_t b = 0; b < x.size(); ++b) xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s)};
-        ref_fn(group, nb, x.data(), xs.data(), nb, nx, &want[0][0], 8);
-        simd_fn(group, nb, x.data(), xs.data(), nb, nx, &got[0][0], 8);
-        for (int xi = 0; xi < nx; ++xi) {
-          for (int r = 0; r < 8; ++r) {
-            EXPECT_EQ(want[xi][r], plain_y[xi][r]) << dtype_name(type) << " nb=" << nb << " (" << xi << "," << r << ")";
-            const double tol = 1e-5 * abs_dot(type, w.data() + (8 + r) * row_bytes, x.data() + xi * nb, cols) + 1e-6;
-            EXPECT_NEAR(got[xi][r], want[xi][r], tol) << dtype_name(type) << " nb=" << nb << " nx=" << nx << " (" << xi << "," << r << ")";
+        for (size_t b = 0; b < x.size(); ++b) {
+          int32_t q_sum = 0;
+          for (int8_t q : x[b].qs) q_sum += q;
+          xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s), 128 * q_sum};
+        }
+        for (int nx = 1; nx <= kMaxRepackX; ++nx) {
+          std::vector<float> want(kMaxRepackX * R), got(kMaxRepackX * R), plain_y(kMaxRepackX * R);
+          for (int x0 = 0; x0 < nx; x0 += kMaxTileX) {
+            for (int r0 = 0; r0 < R; r0 += 4)
+              plain(w.data() + (R + r0) * row_bytes, row_bytes, 4, x.data() + x0 * nb, nb, std::min(kMaxTileX, nx - x0),
+                    nb, &plain_y[x0 * R + r0], R);
+          }
+          ref_fn(group, nb, x.data(), xs.data(), nb, nx, want.data(), R);
+          simd_fn(group, nb, x.data(), xs.data(), nb, nx, got.data(), R);
+          for (int xi = 0; xi < nx; ++xi) {
+            for (int r = 0; r < R; ++r) {
+              const int i = xi * R + r;
+              EXPECT_EQ(want[i], plain_y[i]) << dtype_name(type) << " R=" << R << " nb=" << nb << " (" << xi << "," << r << ")";
+              const double tol = 1e-5 * abs_dot(type, w.data() + (R + r) * row_bytes, x.data() + xi * nb, cols) + 1e-6;
+              EXPECT_NEAR(got[i], want[i], tol)
+                  << dtype_name(type) << " R=" << R << " nb=" << nb << " nx=" << nx << " (" << xi << "," << r << ")";
+            }
           }
         }
       }

@@ -185,26 +185,54 @@ TEST(Linear, RepackedMatchesInPlace) {
   }
 }
 
+// A linear repacked to the 16-row layout and then run at a level without
+// 16-row kernels (AVX2, forced) computes from the ggml rows: same results up to
+// f32 summation order. Skipped, with the reason, where the layout is not used.
+TEST(Linear, WideLayoutFallsBackWhereTheLevelLacksItsKernels) {
+  constexpr int64_t kOut = 70, kIn = 576;
+  const SimdLevel best = best_simd_level();
+  ASSERT_TRUE(force_simd_level(best));  // the layout follows the level in use at construction
+  for (DType type : {DType::q4_1, DType::q8_0}) {
+    const auto w = make_weight_bytes(type, kOut, kIn, 41);
+    QuantLinear linear(w.data(), type, kOut, kIn, {});
+    if (linear.column_alignment() != kWideRepackRows || !cpu_supports(SimdLevel::avx2)) {
+      GTEST_SKIP() << "the 16-row layout is not used at " << simd_level_name(best) << " on this CPU";
+    }
+    for (int64_t n : {1, 5}) {
+      const auto x = random_floats(n * kIn, 43);
+      std::vector<float> wide(n * kOut), fallback(n * kOut);
+      ASSERT_TRUE(linear.forward(x.data(), wide.data(), n).ok());
+      ASSERT_TRUE(force_simd_level(SimdLevel::avx2));
+      const Status st = linear.forward(x.data(), fallback.data(), n);
+      ASSERT_TRUE(force_simd_level(best));
+      ASSERT_TRUE(st.ok());
+      for (int64_t i = 0; i < n * kOut; ++i)
+        ASSERT_NEAR(wide[i], fallback[i], 1e-4f * (1.0f + std::fabs(wide[i]))) << dtype_name(type) << " at " << i;
+    }
+  }
+}
+
 // prepare() then compute() over ranges on multiples of the alignment, in any
 // order, gives exactly forward()'s outputs (same tiles, same order per output),
 // with a bias, for each quantized format, repacked or not, one row or several.
 TEST(Linear, PrepareComputeSplitEqualsForward) {
-  constexpr int64_t kOut = 45, kIn = 576;  // 5 whole groups of 8 and 5 rows past them
+  constexpr int64_t kOut = 53, kIn = 576;  // 6 whole groups of 8 (3 of 16) and 5 rows past them
   for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0}) {
     for (bool repack : {true, false}) {
       const auto w = make_weight_bytes(type, kOut, kIn, 31);
       const auto bias = random_floats(kOut, 32);
       QuantLinear linear(w.data(), type, kOut, kIn, bias, repack);
       ASSERT_TRUE(linear.splits());
-      ASSERT_EQ(linear.column_alignment(), 8);
+      const int64_t a = linear.column_alignment();
+      ASSERT_TRUE(a == kRepackRows || (a == kWideRepackRows && repack && type != DType::q4_0)) << a;
       for (int64_t n : {1, 3, 8, 11}) {
         const auto x = random_floats(n * kIn, 33 + n);
         std::vector<float> want(n * kOut), got(n * kOut, -99.0f);
         ASSERT_TRUE(linear.forward(x.data(), want.data(), n).ok());
         ASSERT_TRUE(linear.prepare(x.data(), n).ok());
-        linear.compute(got.data(), 24, kOut);  // the tail first, past the last whole group
-        linear.compute(got.data(), 8, 24);
-        linear.compute(got.data(), 0, 8);
+        linear.compute(got.data(), 2 * a, kOut);  // the tail first, past the last whole group
+        linear.compute(got.data(), a, 2 * a);
+        linear.compute(got.data(), 0, a);
         for (int64_t i = 0; i < n * kOut; ++i)
           ASSERT_EQ(got[i], want[i]) << dtype_name(type) << (repack ? " repacked" : " in place") << " n=" << n << " at " << i;
       }

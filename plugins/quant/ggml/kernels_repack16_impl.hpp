@@ -1,0 +1,140 @@
+// kernels_repack16_impl.hpp: kernels for the 16-row repacked layouts
+// (blocks.hpp: BlockQ4_1x16, BlockQ8_0x16), 512-bit wide, AVX-512 VNNI only.
+// Included inside the anonymous namespace of kernels_avx512_vnni.cpp, after
+// kernels_repack_impl.hpp (whose by_nx it reuses).
+//
+// As in the 8-row kernels, i32 lane r of every accumulator is row r of the
+// group. One zmm vpdpbusd does 64 multiply-adds where the ymm kernel did 32,
+// so a block needs half the activation broadcasts and half the scale steps per
+// multiply-add; the loop is otherwise the same (quant group k outer,
+// activation row inner; two chains per row when NX <= 4).
+#pragma once
+
+#include <immintrin.h>
+
+#include "blocks.hpp"
+#include "kernels.hpp"
+
+namespace repack16 {
+
+inline __m512i broadcast4(const int8_t* p) {  // quants p[0..3] in every i32 lane
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+inline __m512 scales16(const uint16_t* h) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+}
+
+template <int NX>
+void q4_1x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+  using tessera::ggml::BlockQ4_1x16;
+  constexpr bool kTwoChains = NX <= 4;
+  const auto* w = static_cast<const BlockQ4_1x16*>(group);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[NX];
+#pragma GCC unroll 8
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_1x16& wb = w[b];
+    const int8_t* xq[NX];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
+    __m512i dot[NX], dot_hi[kTwoChains ? NX : 1];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      dot[xi] = _mm512_setzero_si512();
+      if constexpr (kTwoChains) dot_hi[xi] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
+      const __m512i v = _mm512_loadu_si512(wb.qs + 64 * k);
+      const __m512i lo = _mm512_and_si512(v, low4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+      for (int xi = 0; xi < NX; ++xi) {
+        dot[xi] = _mm512_dpbusd_epi32(dot[xi], lo, broadcast4(xq[xi] + 4 * k));
+        __m512i& second = kTwoChains ? dot_hi[kTwoChains ? xi : 0] : dot[xi];
+        second = _mm512_dpbusd_epi32(second, hi, broadcast4(xq[xi] + 16 + 4 * k));
+      }
+    }
+    const __m512 d = scales16(wb.d);
+    const __m512 m = scales16(wb.m);
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m512i sum = kTwoChains ? _mm512_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
+      const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
+      acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xsb.d)), _mm512_cvtepi32_ps(sum), acc[xi]);
+      acc[xi] = _mm512_fmadd_ps(m, _mm512_set1_ps(xsb.s), acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
+// Weights stored as q + 128: vpdpbusd gives sum((q + 128) * x), and the block's
+// 128 * sum(x) (precomputed per activation block) is taken off in i32, exactly.
+template <int NX>
+void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+  using tessera::ggml::BlockQ8_0x16;
+  using tessera::ggml::BlockQ8_0x16Pair;
+  constexpr bool kTwoChains = NX <= 4;
+  const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(group);
+  const auto* last = reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2);  // the odd block, if any
+  __m512 acc[NX];
+#pragma GCC unroll 8
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const bool paired = b / 2 < nb / 2;
+    const uint16_t* wd = paired ? pairs[b / 2].d[b % 2] : last->d;
+    const uint8_t* wq = paired ? pairs[b / 2].qs[b % 2] : last->qs;
+    const int8_t* xq[NX];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
+    __m512i dot[NX], dot_odd[kTwoChains ? NX : 1];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      dot[xi] = _mm512_set1_epi32(-xs[xi * x_row_blocks + b].q_sum128);
+      if constexpr (kTwoChains) dot_odd[xi] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const __m512i u = _mm512_loadu_si512(wq + 64 * k);  // q + 128, unsigned
+#pragma GCC unroll 8
+      for (int xi = 0; xi < NX; ++xi) {
+        __m512i& chain = kTwoChains && (k & 1) ? dot_odd[kTwoChains ? xi : 0] : dot[xi];
+        chain = _mm512_dpbusd_epi32(chain, u, broadcast4(xq[xi] + 4 * k));
+      }
+    }
+    const __m512 d = scales16(wd);
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m512i sum = kTwoChains ? _mm512_add_epi32(dot[xi], dot_odd[kTwoChains ? xi : 0]) : dot[xi];
+      const __m512 dx = _mm512_set1_ps(xs[xi * x_row_blocks + b].d);
+      acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(sum), acc[xi]);
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
+template <int NX>
+struct Q4_1x16 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    q4_1x16_fixed<NX>(g, nb, x, xs, xb, y, ys);
+  }
+};
+template <int NX>
+struct Q8_0x16 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    q8_0x16_fixed<NX>(g, nb, x, xs, xb, y, ys);
+  }
+};
+
+constexpr tessera::ggml::RepackTileFn q4_1x16 = &repack::by_nx<Q4_1x16>;
+constexpr tessera::ggml::RepackTileFn q8_0x16 = &repack::by_nx<Q8_0x16>;
+
+}  // namespace repack16
