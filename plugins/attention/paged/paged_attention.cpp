@@ -15,7 +15,7 @@
 namespace tessera::plugins {
 namespace {
 
-using paged_attention::accumulate_values;
+using paged_attention::accumulate_group;
 using paged_attention::group_scores;
 using paged_attention::softmax_update;
 using paged_attention::ValueRun;
@@ -24,6 +24,9 @@ using paged_attention::ValueRun;
 // large a block is (a contiguous cache's block is the whole context). A chunk
 // crosses block boundaries, so a decode over a short context takes one step.
 constexpr int32_t kMaxRun = 256;
+// Heads of a GQA group whose values are accumulated by one call (a larger
+// group takes several): bounds the array of their softmax corrections.
+constexpr int32_t kFusedHeads = 8;
 // Floats of widened K (and as many of V) an f16 chunk may take per thread:
 // 128 KiB each, so a chunk of every KV head stays in L2.
 constexpr int64_t kWidenFloats = 32768;
@@ -199,11 +202,17 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
           value_runs[n_value_runs++] = {head_runs[i].v, take};
           done += take;
         }
-        for (int32_t g = 0; g < group; ++g) {
-          const int64_t vec = vec0 + g;
-          float* weights = w.s + static_cast<int64_t>(g) * kMaxRun;
-          const float correction = softmax_update(weights, n, w.m + vec, w.l + vec);
-          accumulate_values(weights, value_runs, n_value_runs, run_stride, D, correction, w.acc + vec * D);
+        // The softmax step of every head of the group, then one accumulation
+        // for all of them, which can load each V row once for the group.
+        for (int32_t g0 = 0; g0 < group; g0 += kFusedHeads) {
+          const int32_t n_heads_fused = std::min(kFusedHeads, group - g0);
+          float corrections[kFusedHeads];  // [n_heads_fused]
+          for (int32_t g = 0; g < n_heads_fused; ++g) {
+            const int64_t vec = vec0 + g0 + g;
+            corrections[g] = softmax_update(w.s + static_cast<int64_t>(g0 + g) * kMaxRun, n, w.m + vec, w.l + vec);
+          }
+          accumulate_group(w.s + static_cast<int64_t>(g0) * kMaxRun, kMaxRun, n_heads_fused, corrections, value_runs,
+                           n_value_runs, run_stride, D, w.acc + (vec0 + g0) * D);
         }
       }
     }

@@ -1,9 +1,12 @@
 // The paged kernel against the reference kernel on random data laid out in
 // shuffled blocks (sizes 1, 7, 16, 128): prefill, decode, chunked prefill,
 // several sequences per call (enough, in the batches of nine, that one task
-// takes every KV head of a sequence), GQA ratios 1, 2, 3 and 4, head sizes 5,
-// 32, 64 and 128 (the last two have their own compiled loops), and
-// split-K forced to several part counts as well as chosen automatically.
+// takes every KV head of a sequence), GQA ratios 1, 2, 3, 4, 5, 6, 8 and 12
+// (12 over two fused accumulations), head sizes 5, 24, 32, 64, 80 and 128 (64
+// and 128 have their own compiled loops; 24 takes the AVX2 loops and 80 the
+// general AVX-512 ones), and split-K forced to several part counts as well as
+// chosen automatically. The block loops (scores, softmax, fused accumulation)
+// are also checked one instruction set at a time against double precision.
 //
 // Tolerance: |paged - reference| <= 2e-5 + 1e-4 * |reference| per element. The
 // reference accumulates in double; paged in f32 with online rescaling, a
@@ -13,8 +16,10 @@
 // NaN (kv_test_pool.hpp), so reading one fails the comparison.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -79,6 +84,15 @@ std::vector<Case> cases() {
       {"decode batch of nine, head_dim 128",
        {{30, 1}, {17, 1}, {1, 1}, {64, 1}, {0, 1}, {129, 1}, {15, 1}, {16, 1}, {260, 1}}, 2, 2, 128},
       {"odd head_dim 5, GQA 3", {{7, 33}, {0, 129}}, 3, 3, 5},
+      // Fused accumulations of 6, 8 and 12 heads (the last in two calls), and
+      // head sizes that take the AVX2 loops (24) or AVX-512 ones with a slice
+      // of 16 after one of 64 (80).
+      {"decode batch, GQA 6", {{100, 1}, {15, 1}, {16, 1}, {0, 1}}, 2, 6, 64},
+      {"decode batch, GQA 8, head_dim 128", {{100, 1}, {33, 1}, {0, 1}}, 1, 8, 128},
+      {"chunked: 3 queries after 40, GQA 12", {{40, 3}, {17, 1}}, 1, 12, 64},
+      {"decode batch of nine, head_dim 24, GQA 3",
+       {{30, 1}, {17, 1}, {1, 1}, {64, 1}, {0, 1}, {129, 1}, {15, 1}, {16, 1}, {33, 1}}, 2, 3, 24},
+      {"prefill 40 tokens, head_dim 80, GQA 5", {{0, 40}, {100, 1}}, 2, 5, 80},
       {"large scores stress the running max", {{60, 70}}, 2, 2, 64, 40.0f},
   };
 }
@@ -121,37 +135,199 @@ TEST(PAGED_SUITE, LongDecodeUsesSplitKAndStillMatches) {
   compare(c, 16, 16, 5, 9);
 }
 
+using paged_attention::KernelIsa;
+constexpr KernelIsa kIsas[] = {KernelIsa::generic, KernelIsa::avx2, KernelIsa::avx512};
+// Head sizes for the loops of every instruction set: any (generic), multiples
+// of 8 (AVX2) and of 16 (AVX-512), with 64 and 128 compiled apart and 80 as
+// one AVX-512 slice of 64 and one of 16.
+constexpr int32_t kLoopHeadDims[] = {5, 8, 16, 24, 48, 64, 80, 128};
+// Keys per call: within one 16-key block (tails short enough to be scored key
+// by key, 1..4, and longer ones), whole blocks with and without tails, and a
+// whole chunk; 8-key blocks for AVX2.
+constexpr int32_t kLoopKeys[] = {1, 4, 5, 7, 8, 15, 16, 17, 20, 21, 33, 256};
+
+void note_skipped(const char* loop, KernelIsa isa, int32_t head_dim) {
+  std::printf("[ skipped ] %s loop %d for head_dim %d: not on this CPU/build or head_dim does not fit it\n", loop,
+              static_cast<int>(isa), head_dim);
+}
+
+// Rows of head_dim uniform values in [-1, 1] at `stride` floats apart; the
+// floats between rows (other heads in a real pool) are NaN, so a loop that
+// reads past a row poisons its result.
+std::vector<float> strided_rows(int32_t n_rows, int32_t head_dim, int64_t stride, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> rows(static_cast<size_t>(n_rows * stride), std::nanf(""));  // [n_rows, stride]
+  for (int32_t t = 0; t < n_rows; ++t) {
+    for (int32_t d = 0; d < head_dim; ++d) rows[static_cast<size_t>(t * stride + d)] = uniform(rng);
+  }
+  return rows;
+}
+
 TEST(PAGED_SUITE, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
-  // Tolerance: 1e-6 * sum |q_d k_d| + 1e-7, the f32 rounding of a dot product of
-  // at most 128 terms in any summation order.
+  // 1..8 query rows (GQA groups) against 1..256 keys: full 16-key (AVX-512)
+  // and 8-key (AVX2) blocks and every kind of tail. Tolerance: 1e-6 * sum
+  // |q_d k_d| + 1e-7, the f32 rounding of a dot product of at most 128 terms in
+  // any summation order. Scores past n, up to ld_s, must stay untouched.
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (int32_t head_dim : {5, 8, 16, 24, 48, 64, 128}) {
-    constexpr int32_t kGroup = 3, kKeys = 21, kLd = 32;
+  constexpr float kUntouched = -7.0f;
+  for (int32_t head_dim : kLoopHeadDims) {
     const int64_t stride = 2 * head_dim + 3;  // rows of other heads lie between
-    std::vector<float> q(static_cast<size_t>(kGroup * head_dim)), k(static_cast<size_t>(kKeys * stride));
-    for (float& x : q) x = uniform(rng);
-    for (float& x : k) x = uniform(rng);
-    for (auto isa : {paged_attention::ScoresIsa::generic, paged_attention::ScoresIsa::avx2,
-                     paged_attention::ScoresIsa::avx512}) {
-      std::vector<float> s(static_cast<size_t>(kGroup * kLd), -7.0f);
-      if (!paged_attention::group_scores_on(isa, q.data(), kGroup, k.data(), stride, head_dim, kKeys, s.data(), kLd)) {
-        std::printf("[ skipped ] score loop %d for head_dim %d: not on this CPU/build or head_dim does not fit it\n",
-                    static_cast<int>(isa), head_dim);
-        continue;
-      }
-      for (int32_t g = 0; g < kGroup; ++g) {
-        for (int32_t t = 0; t < kKeys; ++t) {
-          double want = 0.0, magnitude = 0.0;
-          for (int32_t d = 0; d < head_dim; ++d) {
-            const double p = static_cast<double>(q[static_cast<size_t>(g * head_dim + d)]) * k[static_cast<size_t>(t * stride + d)];
-            want += p;
-            magnitude += std::abs(p);
+    for (int32_t n : kLoopKeys) {
+      const std::vector<float> k = strided_rows(n, head_dim, stride, rng);  // [n, stride]
+      for (int32_t n_q = 1; n_q <= 8; ++n_q) {
+        const int32_t ld_s = n + 3;
+        std::vector<float> q(static_cast<size_t>(n_q * head_dim));  // [n_q, head_dim]
+        for (float& x : q) x = uniform(rng);
+        for (KernelIsa isa : kIsas) {
+          SCOPED_TRACE("isa " + std::to_string(static_cast<int>(isa)) + " head_dim " + std::to_string(head_dim) +
+                       " n " + std::to_string(n) + " n_q " + std::to_string(n_q));
+          std::vector<float> s(static_cast<size_t>(n_q * ld_s), kUntouched);  // [n_q, ld_s]
+          if (!paged_attention::group_scores_on(isa, q.data(), n_q, k.data(), stride, head_dim, n, s.data(), ld_s)) {
+            if (n == 1 && n_q == 1) note_skipped("score", isa, head_dim);
+            continue;
           }
-          EXPECT_NEAR(s[static_cast<size_t>(g * kLd + t)], want, 1e-6 * magnitude + 1e-7)
-              << "isa " << static_cast<int>(isa) << " head_dim " << head_dim << " g " << g << " t " << t;
+          for (int32_t g = 0; g < n_q; ++g) {
+            for (int32_t t = 0; t < n; ++t) {
+              double want = 0.0, magnitude = 0.0;
+              for (int32_t d = 0; d < head_dim; ++d) {
+                const double p = static_cast<double>(q[static_cast<size_t>(g * head_dim + d)]) *
+                                 k[static_cast<size_t>(t * stride + d)];
+                want += p;
+                magnitude += std::abs(p);
+              }
+              ASSERT_NEAR(s[static_cast<size_t>(g * ld_s + t)], want, 1e-6 * magnitude + 1e-7)
+                  << "g " << g << " t " << t;
+            }
+            for (int32_t t = n; t < ld_s; ++t)
+              ASSERT_EQ(s[static_cast<size_t>(g * ld_s + t)], kUntouched) << "wrote past the keys";
+          }
         }
-        EXPECT_EQ(s[static_cast<size_t>(g * kLd + kKeys)], -7.0f) << "wrote past the keys";
+      }
+    }
+  }
+}
+
+TEST(PAGED_SUITE, SoftmaxStepsOfEveryInstructionSetMatchDoubleExp) {
+  // A first step (m = -inf) and a second one whose chunk raises the running
+  // max or leaves it, over lengths with and without vector tails. The max is
+  // exact. exp(x) comes within 6e-8 |x| + 5e-7 relative: the f32 rounding of
+  // x = s - m' and the polynomial (2e-7) with its own roundings; l adds the
+  // rounding of an f32 sum of n weights.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-12.0f, 12.0f);
+  constexpr float kUntouched = 99.0f;
+  for (int32_t n : kLoopKeys) {
+    for (float previous_max : {-std::numeric_limits<float>::infinity(), -20.0f, 3.0f, 30.0f}) {
+      std::vector<float> scores(static_cast<size_t>(n));
+      for (float& x : scores) x = uniform(rng);
+      const float previous_sum = std::isinf(previous_max) ? 0.0f : 2.5f;
+      float m_want = previous_max;
+      for (float x : scores) m_want = std::max(m_want, x);
+      for (KernelIsa isa : kIsas) {
+        SCOPED_TRACE("isa " + std::to_string(static_cast<int>(isa)) + " n " + std::to_string(n) + " previous max " +
+                     std::to_string(previous_max));
+        std::vector<float> s = scores;
+        s.push_back(kUntouched);  // [n + 1]
+        float m = previous_max, l = previous_sum, correction = -1.0f;
+        if (!paged_attention::softmax_update_on(isa, s.data(), n, &m, &l, &correction)) {
+          if (n == 1 && std::isinf(previous_max)) note_skipped("softmax", isa, 0);
+          continue;
+        }
+        ASSERT_EQ(m, m_want);
+        // e^-87 (about 1e-38) stands for 0, the correction of a first step.
+        auto exp_tolerance = [](double x, double value) {
+          return value == 0.0 ? 1e-37 : (6e-8 * std::abs(x) + 5e-7) * value + 1e-37;
+        };
+        const double correction_arg = static_cast<double>(previous_max) - m_want;
+        const double correction_want = std::exp(correction_arg);
+        EXPECT_NEAR(correction, correction_want, exp_tolerance(correction_arg, correction_want));
+        double sum = 0.0, largest_arg = std::isfinite(correction_arg) ? std::abs(correction_arg) : 0.0;
+        for (int32_t t = 0; t < n; ++t) {
+          const double x = static_cast<double>(scores[static_cast<size_t>(t)]) - m_want;
+          const double w = std::exp(x);
+          sum += w;
+          largest_arg = std::max(largest_arg, std::abs(x));
+          ASSERT_NEAR(s[static_cast<size_t>(t)], w, exp_tolerance(x, w)) << "t " << t;
+        }
+        EXPECT_EQ(s[static_cast<size_t>(n)], kUntouched) << "wrote past the scores";
+        const double l_want = previous_sum * correction_want + sum;
+        EXPECT_NEAR(l, l_want, exp_tolerance(largest_arg, l_want) + n * 6e-8 * l_want);
+      }
+    }
+  }
+}
+
+TEST(PAGED_SUITE, FusedValueAccumulationOfEveryInstructionSetMatchesDoubleSums) {
+  // n_rows heads of a group (1..8, and 11: more than one pass of every loop)
+  // over keys cut into runs of uneven lengths, each run in its own rows with
+  // NaN between them; the weights of a row are followed by NaN up to ld_p.
+  // Tolerance: (n + 2) * 1.2e-7 * (|acc c| + sum |p_t v_t|), the bound of a
+  // recursive f32 sum of the n + 1 terms in any order. The row after the last
+  // accumulator must stay untouched.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), weight(0.0f, 1.0f);
+  constexpr int32_t kRunLengths[] = {16, 7, 1, 16, 3, 12};
+  constexpr float kUntouched = 4321.0f;
+  for (int32_t head_dim : kLoopHeadDims) {
+    const int64_t stride = 2 * head_dim + 3;
+    for (int32_t n : kLoopKeys) {
+      // Runs covering n keys, each in its own allocation.
+      std::vector<std::vector<float>> run_rows;
+      std::vector<paged_attention::ValueRun> runs;
+      for (int32_t done = 0, i = 0; done < n; ++i) {
+        const int32_t take = std::min(kRunLengths[i % 6], n - done);
+        run_rows.push_back(strided_rows(take, head_dim, stride, rng));  // [take, stride]
+        done += take;
+      }
+      for (size_t i = 0, done = 0; i < run_rows.size(); ++i) {
+        const auto take = static_cast<int32_t>(run_rows[i].size() / static_cast<size_t>(stride));
+        runs.push_back({run_rows[i].data(), take});
+        done += static_cast<size_t>(take);
+      }
+      auto v_at = [&](int32_t t, int32_t d) {  // V row of key t (over all runs), element d
+        for (const paged_attention::ValueRun& run : runs) {
+          if (t < run.n) return run.v[t * stride + d];
+          t -= run.n;
+        }
+        return std::nanf("");
+      };
+      for (int32_t n_rows : {1, 2, 3, 4, 5, 6, 7, 8, 11}) {
+        const int64_t ld_p = n + 5;
+        std::vector<float> p(static_cast<size_t>(n_rows * ld_p), std::nanf(""));  // [n_rows, ld_p]
+        for (int32_t g = 0; g < n_rows; ++g) {
+          for (int32_t t = 0; t < n; ++t) p[static_cast<size_t>(g * ld_p + t)] = weight(rng);
+        }
+        std::vector<float> correction(static_cast<size_t>(n_rows));  // [n_rows]
+        for (float& c : correction) c = weight(rng);
+        std::vector<float> acc0(static_cast<size_t>((n_rows + 1) * head_dim), kUntouched);  // [n_rows + 1, head_dim]
+        for (size_t i = 0; i < static_cast<size_t>(n_rows * head_dim); ++i) acc0[i] = uniform(rng);
+        for (KernelIsa isa : kIsas) {
+          SCOPED_TRACE("isa " + std::to_string(static_cast<int>(isa)) + " head_dim " + std::to_string(head_dim) +
+                       " n " + std::to_string(n) + " n_rows " + std::to_string(n_rows));
+          std::vector<float> acc = acc0;
+          if (!paged_attention::accumulate_group_on(isa, p.data(), ld_p, n_rows, correction.data(), runs.data(),
+                                                    static_cast<int32_t>(runs.size()), stride, head_dim, acc.data())) {
+            if (n == 1 && n_rows == 1) note_skipped("accumulation", isa, head_dim);
+            continue;
+          }
+          for (int32_t g = 0; g < n_rows; ++g) {
+            for (int32_t d = 0; d < head_dim; ++d) {
+              const size_t i = static_cast<size_t>(g * head_dim + d);
+              double want = static_cast<double>(acc0[i]) * correction[static_cast<size_t>(g)];
+              double magnitude = std::abs(want);
+              for (int32_t t = 0; t < n; ++t) {
+                const double term = static_cast<double>(p[static_cast<size_t>(g * ld_p + t)]) * v_at(t, d);
+                want += term;
+                magnitude += std::abs(term);
+              }
+              ASSERT_NEAR(acc[i], want, (n + 2) * 1.2e-7 * magnitude) << "g " << g << " d " << d;
+            }
+          }
+          for (int32_t d = 0; d < head_dim; ++d) {
+            ASSERT_EQ(acc[static_cast<size_t>(n_rows * head_dim + d)], kUntouched) << "wrote past the rows";
+          }
+        }
       }
     }
   }

@@ -3,10 +3,9 @@
 #include "tessera/fast_exp.hpp"
 
 #include <algorithm>
+#include <limits>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "paged_block_ops_x86.hpp"
 
 // Runtime dispatch without a global -march: each marked function is compiled
 // for AVX-512, Haswell (AVX2 + FMA) and baseline x86-64, one picked when the
@@ -43,60 +42,12 @@ template <int32_t kDim>
   }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
-#define TESSERA_PAGED_X86_SCORES 1
-// Scores with explicit vectors for head_dim a multiple of 16 (AVX-512) or 8
-// (AVX2): the compiler's OpenMP reduction ends each dot product with its lanes
-// added one after another, a 16-deep dependency chain per score; these end it
-// with a shuffle tree.
-__attribute__((target("avx512f"))) void group_scores_avx512(const float* __restrict q, int32_t n_q,
-                                                            const float* __restrict k, int64_t stride,
-                                                            int32_t head_dim, int32_t n, float* __restrict s,
-                                                            int32_t ld_s) {
-  for (int32_t t = 0; t < n; ++t) {
-    const float* k_row = k + t * stride;
-    for (int32_t g = 0; g < n_q; ++g) {
-      const float* q_row = q + static_cast<int64_t>(g) * head_dim;
-      __m512 acc0 = _mm512_mul_ps(_mm512_loadu_ps(q_row), _mm512_loadu_ps(k_row));
-      __m512 acc1 = _mm512_setzero_ps();
-      int32_t d = 16;
-      for (; d + 32 <= head_dim; d += 32) {
-        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), _mm512_loadu_ps(k_row + d), acc1);
-        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d + 16), _mm512_loadu_ps(k_row + d + 16), acc0);
-      }
-      if (d < head_dim) acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), _mm512_loadu_ps(k_row + d), acc1);
-      s[static_cast<int64_t>(g) * ld_s + t] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    }
-  }
-}
-
-__attribute__((target("avx2,fma"))) void group_scores_avx2(const float* __restrict q, int32_t n_q,
-                                                           const float* __restrict k, int64_t stride,
-                                                           int32_t head_dim, int32_t n, float* __restrict s,
-                                                           int32_t ld_s) {
-  for (int32_t t = 0; t < n; ++t) {
-    const float* k_row = k + t * stride;
-    for (int32_t g = 0; g < n_q; ++g) {
-      const float* q_row = q + static_cast<int64_t>(g) * head_dim;
-      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-      int32_t d = 0;
-      for (; d + 16 <= head_dim; d += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d), _mm256_loadu_ps(k_row + d), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d + 8), _mm256_loadu_ps(k_row + d + 8), acc1);
-      }
-      if (d < head_dim) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q_row + d), _mm256_loadu_ps(k_row + d), acc0);
-      const __m256 v = _mm256_add_ps(acc0, acc1);
-      __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-      x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-      x = _mm_add_ss(x, _mm_movehdup_ps(x));
-      s[static_cast<int64_t>(g) * ld_s + t] = _mm_cvtss_f32(x);
-    }
-  }
-}
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#ifdef TESSERA_PAGED_X86
+using namespace x86;
+const bool kHasAvx512 = cpu_has_avx512();
+const bool kHasAvx2 = cpu_has_avx2();
 #endif
+
 
 template <int32_t kDim>
 [[gnu::always_inline]] inline void accumulate_loop(const float* __restrict p, const ValueRun* runs, int32_t n_runs,
@@ -134,7 +85,8 @@ template <int32_t kDim>
   }
 }
 
-TESSERA_SIMD_CLONES
+// The portable step, for CPUs without AVX2 (GCC leaves it scalar, see
+// softmax_update_avx512).
 float softmax_update_impl(float* __restrict s, int32_t n, float* m, float* l) {
   float chunk_max = s[0];
 #pragma omp simd reduction(max : chunk_max)
@@ -174,7 +126,7 @@ TESSERA_PAGED_KERNELS(any, 0)
 
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
                   int32_t ld_s) {
-#ifdef TESSERA_PAGED_X86_SCORES
+#ifdef TESSERA_PAGED_X86
   if (kHasAvx512 && head_dim % 16 == 0) return group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
   if (kHasAvx2 && head_dim % 8 == 0) return group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
 #endif
@@ -185,16 +137,16 @@ void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, i
   }
 }
 
-bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+bool group_scores_on(KernelIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
                      int32_t n, float* s, int32_t ld_s) {
   switch (isa) {
-    case ScoresIsa::generic: group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
-#ifdef TESSERA_PAGED_X86_SCORES
-    case ScoresIsa::avx2:
+    case KernelIsa::generic: group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
       if (!kHasAvx2 || head_dim % 8 != 0) return false;
       group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
       return true;
-    case ScoresIsa::avx512:
+    case KernelIsa::avx512:
       if (!kHasAvx512 || head_dim % 16 != 0) return false;
       group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
       return true;
@@ -203,7 +155,30 @@ bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k,
   }
 }
 
-float softmax_update(float* s, int32_t n, float* m, float* l) { return softmax_update_impl(s, n, m, l); }
+float softmax_update(float* s, int32_t n, float* m, float* l) {
+#ifdef TESSERA_PAGED_X86
+  if (kHasAvx512) return softmax_update_avx512(s, n, m, l);
+  if (kHasAvx2) return softmax_update_avx2(s, n, m, l);
+#endif
+  return softmax_update_impl(s, n, m, l);
+}
+
+bool softmax_update_on(KernelIsa isa, float* s, int32_t n, float* m, float* l, float* correction) {
+  switch (isa) {
+    case KernelIsa::generic: *correction = softmax_update_impl(s, n, m, l); return true;
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
+      if (!kHasAvx2) return false;
+      *correction = softmax_update_avx2(s, n, m, l);
+      return true;
+    case KernelIsa::avx512:
+      if (!kHasAvx512) return false;
+      *correction = softmax_update_avx512(s, n, m, l);
+      return true;
+#endif
+    default: return false;
+  }
+}
 
 void accumulate_values(const float* p, const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
                        float correction, float* acc) {
@@ -211,6 +186,51 @@ void accumulate_values(const float* p, const ValueRun* runs, int32_t n_runs, int
     case 64: return accumulate_d64(p, runs, n_runs, stride, head_dim, correction, acc);
     case 128: return accumulate_d128(p, runs, n_runs, stride, head_dim, correction, acc);
     default: return accumulate_any(p, runs, n_runs, stride, head_dim, correction, acc);
+  }
+}
+
+namespace {
+
+void accumulate_rows_one_by_one(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                                const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+  for (int32_t g = 0; g < n_rows; ++g) {
+    accumulate_values(p + g * ld_p, runs, n_runs, stride, head_dim, correction[g],
+                      acc + static_cast<int64_t>(g) * head_dim);
+  }
+}
+
+}  // namespace
+
+void accumulate_group(const float* p, int64_t ld_p, int32_t n_rows, const float* correction, const ValueRun* runs,
+                      int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+#ifdef TESSERA_PAGED_X86
+  if (kHasAvx512 && head_dim % 16 == 0) {
+    return accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+  }
+  if (kHasAvx2 && head_dim % 8 == 0) {
+    return accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+  }
+#endif
+  accumulate_rows_one_by_one(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
+
+bool accumulate_group_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                         const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+  switch (isa) {
+    case KernelIsa::generic:
+      accumulate_rows_one_by_one(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
+      if (!kHasAvx2 || head_dim % 8 != 0) return false;
+      accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+    case KernelIsa::avx512:
+      if (!kHasAvx512 || head_dim % 16 != 0) return false;
+      accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+#endif
+    default: return false;
   }
 }
 

@@ -1,9 +1,10 @@
 // The inner loops of the paged kernel, over one run of consecutive rows of one
 // block (rows of a block are contiguous in the pool; consecutive rows of one
 // KV head are `stride` = n_kv_head * head_dim floats apart). Compiled for
-// several instruction sets (TESSERA_SIMD_CLONES in the .cpp) with the driver
-// kept portable. Dot products vectorize along head_dim through OpenMP SIMD
-// reductions; nothing here needs -ffast-math.
+// several instruction sets with the driver kept portable: explicit AVX-512
+// and AVX2 loops, chosen at run time where the CPU and head_dim allow them,
+// and portable ones vectorized through OpenMP SIMD (TESSERA_SIMD_CLONES in the
+// .cpp) for the rest. Nothing here needs -ffast-math.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +16,15 @@ namespace tessera::plugins::paged_attention {
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,
                   float* s, int32_t ld_s);
 
-// The same scores computed by one instruction set's loop, for tests: generic
-// (the compiler's vectorization; any head_dim), AVX2 (head_dim a multiple of 8)
-// or AVX-512 (a multiple of 16). Returns false, computing nothing, when the
-// CPU or the build lacks that loop or head_dim does not fit it.
-enum class ScoresIsa { generic, avx2, avx512 };
-bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+// The instruction set of one of the loops below, for tests: generic (the
+// compiler's vectorization; any head_dim), AVX2 (head_dim a multiple of 8) or
+// AVX-512 (a multiple of 16).
+enum class KernelIsa { generic, avx2, avx512 };
+
+// The same scores computed by one instruction set's loop. Returns false,
+// computing nothing, when the CPU or the build lacks that loop or head_dim
+// does not fit it.
+bool group_scores_on(KernelIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
                      int32_t n, float* s, int32_t ld_s);
 
 // One online-softmax step of one query over the n scores of a chunk of keys
@@ -29,6 +33,11 @@ bool group_scores_on(ScoresIsa isa, const float* q, int32_t n_q, const float* k,
 // Returns exp(m - m'), the factor the query's accumulator must be scaled by.
 // m starts at -inf and l at 0.
 float softmax_update(float* s, int32_t n, float* m, float* l);
+
+// The same step by one instruction set's loop (generic: the portable one),
+// its return value in *correction; false, computing nothing, when the CPU or
+// the build lacks that loop.
+bool softmax_update_on(KernelIsa isa, float* s, int32_t n, float* m, float* l, float* correction);
 
 // Consecutive key rows of one block (V rows v + t * stride, t < n).
 struct ValueRun {
@@ -40,5 +49,17 @@ struct ValueRun {
 // the weights of all runs back to back. acc is [head_dim].
 void accumulate_values(const float* p, const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
                        float correction, float* acc);
+
+// accumulate_values for n_rows queries at once (the heads of one GQA group,
+// any number): row g has weights p + g * ld_p, factor correction[g] and
+// accumulator acc + g * head_dim, so acc is [n_rows][head_dim]. Where the
+// CPU allows, each V row is loaded once for all of them.
+void accumulate_group(const float* p, int64_t ld_p, int32_t n_rows, const float* correction, const ValueRun* runs,
+                      int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
+
+// The same accumulation by one instruction set's loop (generic: one row after
+// another); false, computing nothing, as for group_scores_on.
+bool accumulate_group_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                         const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
 
 }  // namespace tessera::plugins::paged_attention
