@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/read_bandwidth.hpp"
+
 namespace tessera {
 
 BenchStat BenchStat::of(std::vector<double> s) {
@@ -37,7 +39,8 @@ nlohmann::json BenchReport::to_json() const {
           {"decode_tokens_per_s", decode_tokens_per_s.to_json()},
           {"ttft_ms", ttft_ms.to_json()},
           {"peak_rss_bytes", peak_rss_bytes},
-          {"weight_bytes", weight_bytes}};
+          {"weight_bytes", weight_bytes},
+          {"read_bytes_per_s", read_bytes_per_s}};
 }
 
 namespace {
@@ -104,6 +107,9 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
   report.decode_tokens_per_s = BenchStat::of(decode);
   report.ttft_ms = BenchStat::of(ttft);
   report.peak_rss_bytes = peak_rss_bytes();
+  if (config.gen_tokens > 0 && config.measure_bandwidth) {
+    report.read_bytes_per_s = measure_read_bandwidth(report.threads).bytes_per_s;
+  }
   return report;
 }
 

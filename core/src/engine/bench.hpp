@@ -16,6 +16,7 @@ struct BenchConfig {
   int32_t gen_tokens = 128;     // each fed back as the argmax of the last logits
   int32_t repeat = 5;           // measured runs, after one warm-up run
   uint64_t seed = 1;
+  bool measure_bandwidth = true;  // also measure the machine's read bandwidth (~0.1 s)
 };
 
 // median, spread and extremes of one figure over the repeats.
@@ -33,6 +34,9 @@ struct BenchReport {
   BenchStat ttft_ms;  // prefill of the prompt: the first token comes from its logits
   uint64_t peak_rss_bytes = 0;
   uint64_t weight_bytes = 0;  // read per decode step: the roofline's numerator
+  // The machine's read bandwidth measured right after the runs (gen_tokens > 0
+  // and BenchConfig::measure_bandwidth): the roofline's denominator, now.
+  double read_bytes_per_s = 0;
   nlohmann::json to_json() const;
 };
 

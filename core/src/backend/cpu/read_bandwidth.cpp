@@ -1,0 +1,40 @@
+#include "backend/cpu/read_bandwidth.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+namespace tessera {
+
+ReadBandwidth measure_read_bandwidth(int threads, uint64_t buffer_bytes, int passes) {
+  ReadBandwidth r;
+  r.threads = std::max(1, threads);
+  r.passes = std::max(1, passes);
+  const uint64_t words = buffer_bytes / sizeof(uint64_t);
+  r.buffer_bytes = words * sizeof(uint64_t);
+  if (words == 0) return r;
+  // Written once by the threads that will read it, so first-touch places the
+  // pages near them; the values only have to defeat dead-code elimination.
+  std::unique_ptr<uint64_t[]> buffer(new uint64_t[words]);
+  uint64_t* data = buffer.get();
+#pragma omp parallel for schedule(static) num_threads(r.threads)
+  for (uint64_t i = 0; i < words; ++i) data[i] = i;
+
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < r.passes; ++pass) {
+    uint64_t sum = 0;
+    const auto start = std::chrono::steady_clock::now();
+    // Integer adds vectorize without -ffast-math and cost far less than the
+    // loads, so the loop runs at the speed memory delivers.
+#pragma omp parallel for schedule(static) reduction(+ : sum) num_threads(r.threads)
+    for (uint64_t i = 0; i < words; ++i) sum += data[i];
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sink = sink + sum;
+    if (s > 0) r.bytes_per_s = std::max(r.bytes_per_s, static_cast<double>(r.buffer_bytes) / s);
+  }
+  return r;
+}
+
+}  // namespace tessera
