@@ -30,6 +30,7 @@ TEST(Golden, GreedyIdsMatchLlamaCppUntilANearTie) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     const auto& ours = r->metrics.token_ids;
     size_t checked = 0;
+    float parted_margin = -1.0f;  // llama.cpp's margin where the two part, if they do
     for (size_t i = 0; i < g.ids.size(); ++i) {
       if (i >= ours.size()) {
         // We stopped: only at end of generation, where llama.cpp's id must be an end token too.
@@ -39,11 +40,14 @@ TEST(Golden, GreedyIdsMatchLlamaCppUntilANearTie) {
       if (ours[i] != g.ids[i]) {
         EXPECT_LT(g.margins[i], kNearTie) << g.prompt << ": parted from llama.cpp at step " << i
                                           << " where its margin was " << g.margins[i];
+        parted_margin = g.margins[i];
         break;
       }
       ++checked;
     }
-    std::printf("[golden] \"%s\": %zu of %zu steps identical to llama.cpp\n", g.prompt, checked, g.ids.size());
+    std::printf("[golden] \"%s\": %zu of %zu steps identical to llama.cpp", g.prompt, checked, g.ids.size());
+    if (parted_margin >= 0.0f) std::printf(" (parted where llama.cpp's top-2 margin was %.3f)", parted_margin);
+    std::printf("\n");
   }
 }
 
