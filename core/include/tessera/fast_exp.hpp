@@ -15,20 +15,31 @@
 
 namespace tessera {
 
+// The constants of exp_nonpositive, for SIMD versions of it written with
+// intrinsics (plugins/attention/paged/paged_block_ops_x86.cpp): one set, so
+// the vector and scalar results cannot drift apart.
+namespace fast_exp {
+inline constexpr float kMinArg = -87.0f;  // keeps 2^n normal
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n * kLn2Hi is exact
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+// exp(r) ~ 1 + r + r^2 * p(r), p's coefficients from the highest degree down.
+inline constexpr float kPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                   4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace fast_exp
+
 inline float exp_nonpositive(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  x = std::max(x, -87.0f);  // keeps 2^n normal; NaN passes through (max returns its first argument)
+  using namespace fast_exp;
+  x = std::max(x, kMinArg);  // NaN passes through (max returns its first argument)
   const int32_t n = static_cast<int32_t>(x * kLog2e - 0.5f);
   const float fn = static_cast<float>(n);
   const float r = x - fn * kLn2Hi - fn * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float p = kPoly[0];
+  p = p * r + kPoly[1];
+  p = p * r + kPoly[2];
+  p = p * r + kPoly[3];
+  p = p * r + kPoly[4];
+  p = p * r + kPoly[5];
   const float e_r = p * r * r + r + 1.0f;
   const float scale = std::bit_cast<float>((n + 127) << 23);  // 2^n
   return e_r * scale;

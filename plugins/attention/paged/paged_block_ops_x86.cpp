@@ -432,22 +432,22 @@ TESSERA_AVX2 void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_
 // softmax_update_impl scalar: under its default -ftrapping-math it will not
 // turn the clamp inside exp_nonpositive into a vector max, and in a batched
 // decode that scalar loop took a third of the kernel's time. These apply the
-// steps of exp_nonpositive (tessera/fast_exp.hpp; keep the two in step) to 16
+// steps of exp_nonpositive, with its constants (tessera/fast_exp.hpp), to 16
 // or 8 lanes at once, with the FMAs GCC forms from its scalar code.
-constexpr float kExpLog2e = 1.44269504088896341f;
-constexpr float kExpLn2Hi = 0.693359375f;
-constexpr float kExpLn2Lo = -2.12194440e-4f;
-constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+using fast_exp::kLn2Hi;
+using fast_exp::kLn2Lo;
+using fast_exp::kLog2e;
+using fast_exp::kMinArg;
+using fast_exp::kPoly;
 
 TESSERA_AVX512_INLINE __m512 exp_nonpositive_avx512(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);  // a NaN x passes: max returns its second operand then
-  const __m512i n = _mm512_cvttps_epi32(_mm512_fmsub_ps(x, _mm512_set1_ps(kExpLog2e), _mm512_set1_ps(0.5f)));
+  x = _mm512_max_ps(_mm512_set1_ps(kMinArg), x);  // a NaN x passes: max returns its second operand then
+  const __m512i n = _mm512_cvttps_epi32(_mm512_fmsub_ps(x, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)));
   const __m512 fn = _mm512_cvtepi32_ps(n);
-  const __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(kExpLn2Lo), _mm512_fnmadd_ps(fn, _mm512_set1_ps(kExpLn2Hi), x));
-  __m512 p = _mm512_set1_ps(kExpPoly[0]);
+  const __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(kLn2Lo), _mm512_fnmadd_ps(fn, _mm512_set1_ps(kLn2Hi), x));
+  __m512 p = _mm512_set1_ps(kPoly[0]);
 #pragma GCC unroll 5
-  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpPoly[i]));
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kPoly[i]));
   const __m512 e_r = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
   const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
   return _mm512_mul_ps(e_r, scale);
@@ -479,13 +479,13 @@ TESSERA_AVX512 float softmax_update_avx512(float* __restrict s, int32_t n, float
 }
 
 TESSERA_AVX2_INLINE __m256 exp_nonpositive_avx2(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
-  const __m256i n = _mm256_cvttps_epi32(_mm256_fmsub_ps(x, _mm256_set1_ps(kExpLog2e), _mm256_set1_ps(0.5f)));
+  x = _mm256_max_ps(_mm256_set1_ps(kMinArg), x);
+  const __m256i n = _mm256_cvttps_epi32(_mm256_fmsub_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
   const __m256 fn = _mm256_cvtepi32_ps(n);
-  const __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(kExpLn2Lo), _mm256_fnmadd_ps(fn, _mm256_set1_ps(kExpLn2Hi), x));
-  __m256 p = _mm256_set1_ps(kExpPoly[0]);
+  const __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(kLn2Lo), _mm256_fnmadd_ps(fn, _mm256_set1_ps(kLn2Hi), x));
+  __m256 p = _mm256_set1_ps(kPoly[0]);
 #pragma GCC unroll 5
-  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[i]));
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kPoly[i]));
   const __m256 e_r = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
   const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
   return _mm256_mul_ps(e_r, scale);
