@@ -49,15 +49,14 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
-  const auto* src = weights_;
   repacked_ = HostBuffer(static_cast<size_t>(repacked_rows_) * row_bytes_);
   const bool wide = group_rows_ == kWideRepackRows;
   if (type == DType::q4_1) {
-    const auto* rows = reinterpret_cast<const BlockQ4_1*>(src);
+    const auto* rows = reinterpret_cast<const BlockQ4_1*>(weights_);
     if (wide) repack_q4_1x16(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x16>());
     else repack_q4_1x8(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x8>());
   } else {
-    const auto* rows = reinterpret_cast<const BlockQ8_0*>(src);
+    const auto* rows = reinterpret_cast<const BlockQ8_0*>(weights_);
     if (wide) repack_q8_0x16(rows, repacked_rows_, nb, repacked_.data());
     else repack_q8_0x8(rows, repacked_rows_, nb, repacked_.as<BlockQ8_0x8>());
   }
@@ -93,12 +92,16 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   const int64_t nb = in_ / kBlock;
   BlockQ8_1* xq = x_q8_.data();
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
+  // Only the 16-row Q8_0 kernel (weights stored as q + 128) reads the quant sums.
+  const bool want_q_sums = type_ == DType::q8_0 && group_rows_ == kWideRepackRows;
   for (int64_t i = row_begin; i < row_end; ++i) {
     k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
     if (xs != nullptr) {
       for (int64_t b = i * nb; b < (i + 1) * nb; ++b) {
         int32_t q_sum = 0;
-        for (int j = 0; j < kBlock; ++j) q_sum += xq[b].qs[j];
+        if (want_q_sums) {
+          for (int j = 0; j < kBlock; ++j) q_sum += xq[b].qs[j];
+        }
         xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s), 128 * q_sum};
       }
     }

@@ -5,18 +5,29 @@
 
 namespace tessera::ggml {
 
-void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst) {
-  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+namespace {
+
+// R rows of Q4_1 blocks into Group (BlockQ4_1x8 or BlockQ4_1x16): chunk k of
+// qs holds bytes 4k..4k+3 of each row's qs, row r at bytes 4r..4r+3.
+template <typename Group, int R>
+void repack_q4_1_rows(const BlockQ4_1* src, int64_t rows, int64_t nb, Group* dst) {
+  for (int64_t g = 0; g < rows / R; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4_1x8& out = dst[g * nb + b];
-      for (int r = 0; r < kRepackRows; ++r) {
-        const BlockQ4_1& in = src[(g * kRepackRows + r) * nb + b];
+      Group& out = dst[g * nb + b];
+      for (int r = 0; r < R; ++r) {
+        const BlockQ4_1& in = src[(g * R + r) * nb + b];
         out.d[r] = in.d;
         out.m[r] = in.m;
-        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 32 * k + 4 * r, in.qs + 4 * k, 4);
+        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
       }
     }
   }
+}
+
+}  // namespace
+
+void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst) {
+  repack_q4_1_rows<BlockQ4_1x8, kRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* dst) {
@@ -33,17 +44,7 @@ void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* 
 }
 
 void repack_q4_1x16(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x16* dst) {
-  for (int64_t g = 0; g < rows / kWideRepackRows; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4_1x16& out = dst[g * nb + b];
-      for (int r = 0; r < kWideRepackRows; ++r) {
-        const BlockQ4_1& in = src[(g * kWideRepackRows + r) * nb + b];
-        out.d[r] = in.d;
-        out.m[r] = in.m;
-        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 64 * k + 4 * r, in.qs + 4 * k, 4);
-      }
-    }
-  }
+  repack_q4_1_rows<BlockQ4_1x16, kWideRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst) {
