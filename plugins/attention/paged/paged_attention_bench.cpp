@@ -1,6 +1,7 @@
 // Google Benchmark: paged vs flash attention on Llama-like shapes (head_dim 64,
 // 4 query heads per KV head), KV in shuffled blocks of 16: decode after a 4k
 // context (the split-K case: 1 query row per KV head) and a 512-token prefill.
+// DecodeShort: one sequence after 64-512 keys (a chat's decode).
 // KV heads: 4 (Llama-style) and 3 (SmolLM2-135M, which divides unevenly over two cores).
 // BatchDecode mirrors a serving step of SmolLM2-135M: 8 sequences decoding one
 // token each over short contexts, where the per-call overheads and the inner
@@ -48,6 +49,16 @@ void BM_PagedDecode4k(benchmark::State& state) {
 void BM_PagedDecode4kNoSplit(benchmark::State& state) {
   PagedAttention kernel(paged_params(1));
   run(state, kernel, 4096, 1);
+}
+// One sequence decoding after a short context (state.range(1) keys), the
+// quickstart's case: with 3 KV heads on two threads, whole-head tasks split 2:1.
+void BM_PagedDecodeShort(benchmark::State& state) {
+  PagedAttention kernel(paged_params(0));
+  run(state, kernel, static_cast<int32_t>(state.range(1)), 1);
+}
+void BM_PagedDecodeShortNoSplit(benchmark::State& state) {
+  PagedAttention kernel(paged_params(1));
+  run(state, kernel, static_cast<int32_t>(state.range(1)), 1);
 }
 void BM_FlashDecode4k(benchmark::State& state) {
   FlashAttention kernel(flash_defaults());
@@ -105,6 +116,8 @@ void BM_PagedBatchDecode(benchmark::State& state) {
 
 BENCHMARK(BM_PagedDecode4k)->ArgName("kv_heads")->Arg(4)->Arg(3)->Arg(1);
 BENCHMARK(BM_PagedDecode4kNoSplit)->ArgName("kv_heads")->Arg(4)->Arg(3)->Arg(1);
+BENCHMARK(BM_PagedDecodeShort)->ArgNames({"kv_heads", "keys"})->ArgsProduct({{3}, {64, 128, 256, 512}});
+BENCHMARK(BM_PagedDecodeShortNoSplit)->ArgNames({"kv_heads", "keys"})->ArgsProduct({{3}, {64, 128, 256, 512}});
 BENCHMARK(BM_FlashDecode4k)->ArgName("kv_heads")->Arg(4)->Arg(3)->Arg(1);
 BENCHMARK(BM_PagedPrefill512)->ArgName("kv_heads")->Arg(4)->Arg(3);
 BENCHMARK(BM_FlashPrefill512)->ArgName("kv_heads")->Arg(4)->Arg(3);

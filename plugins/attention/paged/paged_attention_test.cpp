@@ -78,6 +78,8 @@ std::vector<Case> cases() {
       {"chunked: 129 queries after 129, GQA 4", {{129, 129}}, 1, 4, 32},
       {"four sequences in one call", {{0, 7}, {128, 1}, {20, 33}, {0, 1}}, 2, 4, 64},
       {"decode batch of three, GQA 3", {{300, 1}, {17, 1}, {1, 1}}, 3, 3, 64},
+      // SmolLM2's shape: on an even team each KV head is cut in two (balance split).
+      {"decode after 250 tokens, 3 KV heads, GQA 3", {{250, 1}}, 3, 3, 64},
       // Enough sequences that one task takes every KV head of a sequence.
       {"decode batch of nine, GQA 3",
        {{300, 1}, {17, 1}, {1, 1}, {64, 1}, {0, 1}, {129, 1}, {15, 1}, {16, 1}, {33, 1}}, 3, 3, 64},
