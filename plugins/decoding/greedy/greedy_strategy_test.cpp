@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <random>
 
+#include "argmax.hpp"
 #include "fake_decoding_context.hpp"
 #include "greedy_strategy.hpp"
 #include "plugin_loading.hpp"
@@ -45,6 +47,41 @@ TEST(GreedyStrategy, PicksTheLargestLogit) {
 TEST(GreedyStrategy, TiesGoToTheLowestId) {
   EXPECT_EQ(*pick({1.0f, 3.0f, 0.0f, 3.0f, 3.0f}), 1);
   EXPECT_EQ(*pick({2.0f, 2.0f}), 0);
+}
+
+// The plain loop the vectorized argmax must agree with.
+int32_t scalar_argmax(const std::vector<float>& x) {
+  int32_t best = 0;
+  for (size_t i = 1; i < x.size(); ++i)
+    if (x[i] > x[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+TEST(GreedyStrategy, VocabularySizedLogitsMatchThePlainLoop) {
+  // Long enough for every vector lane and an odd tail (49152 + 5): the
+  // maximum placed at the start, in the body, in the tail, tied across lanes.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> logit(0.0f, 3.0f);
+  std::vector<float> x(49157);
+  for (float& v : x) v = logit(rng);
+  for (size_t at : {size_t{0}, size_t{1}, size_t{4099}, x.size() - 3, x.size() - 1}) {
+    std::vector<float> y = x;
+    y[at] = 100.0f;
+    EXPECT_EQ(*argmax_token(y), static_cast<int32_t>(at)) << at;
+    EXPECT_EQ(*argmax_token(y), scalar_argmax(y)) << at;
+  }
+  std::vector<float> ties = x;
+  for (size_t at : {size_t{17}, size_t{18}, size_t{30001}}) ties[at] = 50.0f;
+  EXPECT_EQ(*argmax_token(ties), 17);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(*argmax_token(std::vector<float>(1000, -inf)), 0);
+  for (size_t at : {size_t{5}, x.size() - 2}) {
+    std::vector<float> bad = x;
+    bad[at] = std::nanf("");
+    const auto r = argmax_token(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("logit " + std::to_string(at)), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(GreedyStrategy, AppendsWithoutClearingTheOutput) {
