@@ -106,6 +106,13 @@ Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool 
   return w;
 }
 
+// Asks for [p, p + bytes) into L2 without waiting for it.
+void prefetch_bytes(const float* p, size_t bytes) {
+  const char* first = reinterpret_cast<const char*>(p);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(first + off, 0, 2);
+  __builtin_prefetch(first + bytes - 1, 0, 2);  // a slice need not start on a line
+}
+
 void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float* partials) {
   const AttentionSeq& seq = a.seqs[static_cast<size_t>(task.seq)];
   const int32_t group = a.n_head / a.n_kv_head;
@@ -162,6 +169,20 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
       const int64_t physical = seq.block_table[static_cast<size_t>(key / B)];
       key_runs[n_runs++] = {(physical * B + (key - block_start)) * stride, static_cast<int32_t>(run_end - key)};
       key = run_end;
+    }
+    if (!widen) {
+      // The task reads its heads' slice of each row, head by head: ask for
+      // all of the chunk's slices up front so that the misses overlap.
+      const float* k_pool = a.kv.k_f32() + static_cast<int64_t>(task.kv_head) * D;
+      const float* v_pool = a.kv.v_f32() + static_cast<int64_t>(task.kv_head) * D;
+      const size_t slice_bytes = static_cast<size_t>(n_heads) * D * sizeof(float);
+      for (int32_t i = 0; i < n_runs; ++i) {
+        for (int32_t t = 0; t < key_runs[i].n; ++t) {
+          const int64_t row = key_runs[i].offset + t * stride;
+          prefetch_bytes(k_pool + row, slice_bytes);
+          prefetch_bytes(v_pool + row, slice_bytes);
+        }
+      }
     }
     if (widen_rows) {
       int64_t row = 0;  // a run's rows are contiguous in the pool: one conversion each for K and V
