@@ -1,6 +1,11 @@
 #include "transformer_ops.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
+
+#include "silu.hpp"
 
 namespace tessera::transformer {
 
@@ -26,12 +31,15 @@ void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n_ro
 }
 
 void swiglu_inplace(float* gate, const float* up, int64_t n) {
-// Parallel from a few thousand elements: each costs an expf, so even one
-// decode batch (rows x n_ff) is tens of microseconds of serial work otherwise.
-#pragma omp parallel for simd schedule(static) if (n >= 4096)
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+// Parallel from a few thousand elements (a decode batch of 8 is 12288 here:
+// ~13 us on one core even vectorized); a single decode row stays serial.
+#pragma omp parallel if (n >= 4096)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    // Thread boundaries on multiples of 16 floats: each part starts on a cache line.
+    const int64_t chunks = (n + 15) / 16;
+    const int64_t begin = std::min(n, chunks * t / nt * 16), end = std::min(n, chunks * (t + 1) / nt * 16);
+    silu_mul(gate + begin, up + begin, end - begin);
   }
 }
 
