@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/sliding_window.hpp"
+
 namespace tessera {
 
 namespace {
@@ -85,6 +87,10 @@ Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {
     TESSERA_RETURN_IF_ERROR(k.real("rope.scaling.factor", hp.rope_scaling_factor));
     TESSERA_RETURN_IF_ERROR(k.count("rope.scaling.original_context_length", hp.rope_original_context, 0));
   }
+  int64_t window = 0;  // written by llama.cpp for the architectures whose attention uses it
+  TESSERA_RETURN_IF_ERROR(k.count("attention.sliding_window", window, 0));
+  cap_context_at_sliding_window(hp, window, f.path());
+
   const bool neox = std::find(kNeoxArchitectures.begin(), kNeoxArchitectures.end(), hp.arch) != kNeoxArchitectures.end();
   hp.rope_style = neox ? RopeStyle::neox : RopeStyle::adjacent;
 

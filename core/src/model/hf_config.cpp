@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "model/sliding_window.hpp"
+
 namespace tessera {
 
 using nlohmann::json;
@@ -142,6 +144,13 @@ Result<ModelHParams> hparams_from_hf_config(const json& config, const std::strin
   TESSERA_RETURN_IF_ERROR(r.number(config, "rope_theta", hp.rope_freq_base));
   TESSERA_RETURN_IF_ERROR(r.boolean("tie_word_embeddings", hp.tied_embeddings));
   TESSERA_RETURN_IF_ERROR(read_rope_scaling(config, source, hp, r));
+  // Mistral v0.1 has "sliding_window": 4096 (later versions null); Qwen2
+  // configs carry a window but apply it only with "use_sliding_window".
+  int64_t window = 0;
+  TESSERA_RETURN_IF_ERROR(r.positive_int("sliding_window", window, 0));
+  bool window_used = hp.arch != "qwen2";
+  TESSERA_RETURN_IF_ERROR(r.boolean("use_sliding_window", window_used));
+  if (window_used) cap_context_at_sliding_window(hp, window, source);
   hp.rope_style = RopeStyle::neox;  // HF keeps Q/K rows unpermuted (split-halves rotation)
   return hp;
 }

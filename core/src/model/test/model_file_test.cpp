@@ -226,6 +226,52 @@ TEST(HfConfig, MapsLlamaQwenMistral) {
   EXPECT_EQ(mh->rope_scaling, RopeScaling::none);
 }
 
+TEST(HfConfig, ASlidingWindowCapsTheContext) {
+  // Mistral 7B v0.1: a 4096-position window, 32768 trained positions.
+  json m = llama_config();
+  m["architectures"] = {"MistralForCausalLM"};
+  m["rope_scaling"] = nullptr;
+  m["max_position_embeddings"] = 32768;
+  m["sliding_window"] = 4096;
+  auto capped = hparams_from_hf_config(m, "config.json");
+  ASSERT_TRUE(capped.ok()) << capped.status().message();
+  EXPECT_EQ(capped->context_length, 4096);
+  m["sliding_window"] = nullptr;  // Mistral v0.2 and later
+  EXPECT_EQ(hparams_from_hf_config(m, "config.json")->context_length, 32768);
+  m["sliding_window"] = 65536;  // wider than the context: no effect
+  EXPECT_EQ(hparams_from_hf_config(m, "config.json")->context_length, 32768);
+  m["sliding_window"] = "wide";
+  EXPECT_FALSE(hparams_from_hf_config(m, "config.json").ok());
+
+  // Qwen2 configs carry a window that applies only with use_sliding_window.
+  json q = llama_config();
+  q["architectures"] = {"Qwen2ForCausalLM"};
+  q["rope_scaling"] = nullptr;
+  q["max_position_embeddings"] = 32768;
+  q["sliding_window"] = 4096;
+  q["use_sliding_window"] = false;
+  EXPECT_EQ(hparams_from_hf_config(q, "config.json")->context_length, 32768);
+  q["use_sliding_window"] = true;
+  EXPECT_EQ(hparams_from_hf_config(q, "config.json")->context_length, 4096);
+}
+
+TEST(GgufHparams, ASlidingWindowCapsTheContext) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("llama.block_count", 2);
+  w.set_u32("llama.embedding_length", 64);
+  w.set_u32("llama.attention.head_count", 8);
+  w.set_u32("llama.context_length", 32768);
+  w.set_u32("llama.vocab_size", 100);
+  auto plain = GgufFile::open_memory(w.to_bytes(), "m.gguf");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(hparams_from_gguf(*plain.value())->context_length, 32768);
+  w.set_u32("llama.attention.sliding_window", 4096);
+  auto windowed = GgufFile::open_memory(w.to_bytes(), "m.gguf");
+  ASSERT_TRUE(windowed.ok());
+  EXPECT_EQ(hparams_from_gguf(*windowed.value())->context_length, 4096);
+}
+
 TEST(HfConfig, DefaultsFollowHuggingFace) {
   json j = llama_config();
   j.erase("rms_norm_eps");
