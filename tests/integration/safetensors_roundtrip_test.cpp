@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/model_builder.hpp"
 #include "hf_export.hpp"
 #include "model/hf_config.hpp"
 #include "model/inspect.hpp"
@@ -154,6 +155,33 @@ class HfRoundTrip : public ::testing::Test {
 
 #define SKIP_WITHOUT_MODEL() \
   if (!skip_.empty()) GTEST_SKIP() << skip_
+
+// The embedding table's decoder (ABI 2.1): made by the core's builder, still
+// valid once the builder is gone, and giving exactly the builder's rows.
+TEST_F(HfRoundTrip, RowDecoderOutlivesTheBuilderAndGivesItsRows) {
+  SKIP_WITHOUT_MODEL();
+  const TensorRef* embd = gguf_->find("token_embd.weight");  // Q8_0 in the default model
+  ASSERT_NE(embd, nullptr);
+  const int64_t cols = embd->cols();
+  std::vector<float> expected(static_cast<size_t>(3 * cols)), got(expected.size());
+  std::unique_ptr<RowDecoder> decoder;
+  {
+    CoreModelBuilder builder(*gguf_, quantizers_, /*attention=*/nullptr);
+    ASSERT_TRUE(builder.dequantize_rows(*embd, 100, 3, expected.data()).ok());
+    auto made = builder.row_decoder(*embd);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    decoder = std::move(made).value();
+    const TensorRef* norm = gguf_->find("output_norm.weight");
+    ASSERT_NE(norm, nullptr);
+    auto one_d = builder.row_decoder(*norm);
+    ASSERT_FALSE(one_d.ok());
+    EXPECT_NE(one_d.status().message().find("2-D"), std::string::npos) << one_d.status().message();
+  }
+  ASSERT_TRUE(decoder->decode(100, 3, got.data()).ok());
+  EXPECT_EQ(got, expected);
+  EXPECT_FALSE(decoder->decode(embd->rows() - 1, 2, got.data()).ok());
+  EXPECT_FALSE(decoder->decode(-1, 1, got.data()).ok());
+}
 
 TEST_F(HfRoundTrip, FolderOpensWithTheGgufHyperParameters) {
   SKIP_WITHOUT_MODEL();

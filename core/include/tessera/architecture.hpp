@@ -47,6 +47,16 @@ struct Batch {
   }
 };
 
+// Decodes rows of one stored tensor to f32 on demand (ABI 2.1). Made by the
+// core's ModelBuilder; it holds the quant plugin that executes the tensor's
+// format, so it may outlive the builder and be called from forward().
+class RowDecoder {
+ public:
+  virtual ~RowDecoder() = default;
+  // out[n_rows, cols] = rows [first_row, first_row + n_rows) as f32.
+  virtual Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept = 0;
+};
+
 // Provided by the core while an Architecture builds a Model.
 class ModelBuilder {
  public:
@@ -62,6 +72,14 @@ class ModelBuilder {
                                  float* out) = 0;
   // The attention kernel chosen by the pipeline; lives as long as the Model.
   virtual AttentionKernel& attention() = 0;
+  // From ABI 2.1: a decoder of a 2-D tensor's rows for use after build(), so
+  // a Model can keep a quantized embedding table in its stored format and
+  // decode only the rows a batch looks up (instead of a whole f32 copy). The
+  // tensor must outlive the decoder (the WeightStore outlives the Model).
+  // Unsupported from a builder that cannot (test fakes).
+  virtual Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& /*tensor*/) {
+    return Status(Unsupported("this builder makes no row decoders"));
+  }
 };
 
 class Model {

@@ -4,7 +4,8 @@
 // TESSERA_PLUGIN_ENTRY (Boost.DLL alias). It returns a PluginLibrary that lists
 // every plugin in the library; registration is explicit, never done by static
 // initializers. The core reads abi_major/abi_minor first and refuses a library
-// whose major differs; it never calls an interface newer than the library's minor.
+// whose major differs or whose minor is newer than its own (the library may call
+// what this core lacks); it never calls an interface newer than the library's minor.
 //
 // Rules every plugin follows:
 //  * No exception crosses the boundary: factories are noexcept and report
@@ -24,7 +25,7 @@
 // Bump the major on any incompatible change to a shipped interface or layout;
 // bump the minor on append-only growth.
 #define TESSERA_ABI_MAJOR 2
-#define TESSERA_ABI_MINOR 0
+#define TESSERA_ABI_MINOR 1
 
 namespace tessera {
 

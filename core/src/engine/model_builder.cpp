@@ -20,13 +20,43 @@ std::vector<std::string> CoreModelBuilder::formats() const {
   return out;
 }
 
-Result<Quantizer*> CoreModelBuilder::quantizer_for(const TensorRef& tensor) const {
+Result<std::shared_ptr<Quantizer>> CoreModelBuilder::quantizer_for(const TensorRef& tensor) const {
   auto it = by_format_.find(tensor.format);
   if (it == by_format_.end())
     return Unsupported(fmt::format("{}: tensor '{}' is stored as '{}', which no quant plugin executes "
                                    "(formats available: {})",
                                    weights_.source(), tensor.name, tensor.format, fmt::join(formats(), ", ")));
-  return it->second.get();
+  return it->second;
+}
+
+namespace {
+
+// Holding the Quantizer (and through it its library) keeps the decoder valid
+// after the builder is gone.
+class QuantizerRowDecoder final : public RowDecoder {
+ public:
+  QuantizerRowDecoder(std::shared_ptr<Quantizer> quantizer, const TensorRef& tensor)
+      : quantizer_(std::move(quantizer)), tensor_(tensor) {}
+  Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept override {
+    if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor_.rows())
+      return InvalidArgument("rows out of range of tensor " + tensor_.name);  // no fmt: keeps decode cheap
+    return quantizer_->dequantize_rows(tensor_, first_row, n_rows, out);
+  }
+
+ private:
+  std::shared_ptr<Quantizer> quantizer_;
+  const TensorRef& tensor_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRef& tensor) {
+  if (tensor.ndim != 2)
+    return InvalidArgument(fmt::format("{}: tensor '{}' must be 2-D to be decoded by rows, it has {} dimensions",
+                                       weights_.source(), tensor.name, tensor.ndim));
+  auto q = quantizer_for(tensor);
+  if (!q.ok()) return q.status();
+  return std::unique_ptr<RowDecoder>(std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor));
 }
 
 Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, std::string_view bias_name) {

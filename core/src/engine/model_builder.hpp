@@ -22,12 +22,13 @@ class CoreModelBuilder final : public ModelBuilder {
   Status dequantize(const TensorRef& tensor, float* out) override;
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
   AttentionKernel& attention() override { return *attention_; }
+  Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) override;
 
   // Formats some plugin executes, for messages.
   std::vector<std::string> formats() const;
 
  private:
-  Result<Quantizer*> quantizer_for(const TensorRef& tensor) const;
+  Result<std::shared_ptr<Quantizer>> quantizer_for(const TensorRef& tensor) const;
 
   const WeightStore& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;

@@ -82,6 +82,11 @@ Result<std::vector<LoadedPlugin>> load_plugin_library(const std::filesystem::pat
         "{}: built for Tessera plugin ABI {}.{}, but this Tessera speaks ABI {}.{}; rebuild the plugin "
         "against this SDK",
         file.string(), descriptor->abi_major, descriptor->abi_minor, kAbiMajor, kAbiMinor));
+  if (descriptor->abi_minor > kAbiMinor)
+    return InvalidArgument(fmt::format(
+        "{}: built for Tessera plugin ABI {}.{}, newer than this Tessera's ABI {}.{}: it may call what this "
+        "Tessera lacks; update Tessera or rebuild the plugin against this SDK",
+        file.string(), descriptor->abi_major, descriptor->abi_minor, kAbiMajor, kAbiMinor));
   if (descriptor->plugin_count == 0 || descriptor->plugins == nullptr)
     return CorruptData(fmt::format("{}: its descriptor lists no plugins", file.string()));
   if (descriptor->plugin_count > 256)

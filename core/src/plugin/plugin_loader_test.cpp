@@ -59,6 +59,19 @@ TEST(PluginLoader, RefusesAnotherAbiMajorNamingBothVersionsAndTheFile) {
   EXPECT_NE(m.find(file.string()), std::string::npos) << m;
 }
 
+TEST(PluginLoader, RefusesANewerAbiMinorNamingBothVersions) {
+  // Same major, one minor ahead: it may call a method this core does not have.
+  const fs::path file = kFixtures / "newer" / "libfixture_newer_minor.so";
+  auto plugins = load_plugin_library(file);
+  ASSERT_FALSE(plugins.ok());
+  const std::string& m = plugins.status().message();
+  const std::string newer = std::to_string(kAbiMajor) + "." + std::to_string(kAbiMinor + 1);
+  const std::string ours = std::to_string(kAbiMajor) + "." + std::to_string(kAbiMinor);
+  EXPECT_NE(m.find("ABI " + newer), std::string::npos) << m;
+  EXPECT_NE(m.find("ABI " + ours), std::string::npos) << m;
+  EXPECT_NE(m.find(file.string()), std::string::npos) << m;
+}
+
 TEST(PluginLoader, RefusesALibraryWithoutTheEntrySymbol) {
   auto plugins = load_plugin_library(kFixtures / "broken" / "libfixture_no_entry.so");
   ASSERT_FALSE(plugins.ok());

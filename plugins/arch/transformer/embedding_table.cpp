@@ -34,7 +34,15 @@ Result<EmbeddingTable> EmbeddingTable::create(ModelBuilder& builder, const Tenso
     return table;
   }
 
-  // A quantized format: only its quant plugin can decode it, and only now.
+  // A quantized format: only its quant plugin can decode it, through a
+  // decoder that outlives the builder where the core makes one.
+  auto decoder = builder.row_decoder(tensor);
+  if (decoder.ok()) {
+    table.source_ = Source::decoded;
+    table.decoder_ = std::move(decoder).value();
+    return table;
+  }
+  if (decoder.status().code() != StatusCode::unsupported) return decoder.status();
   table.source_ = Source::owned;
   table.owned_.resize(n);
   constexpr int64_t kChunkRows = 1024;
@@ -46,26 +54,29 @@ Result<EmbeddingTable> EmbeddingTable::create(ModelBuilder& builder, const Tenso
   return table;
 }
 
-void EmbeddingTable::lookup(int64_t row, float* out) const {
+Status EmbeddingTable::lookup(int64_t row, float* out) const {
   const int64_t base = row * cols_;
   switch (source_) {
     case Source::f32:
       std::memcpy(out, static_cast<const float*>(data_) + base, static_cast<size_t>(cols_) * sizeof(float));
-      return;
+      return Status::Ok();
     case Source::f16: {
       const auto* h = static_cast<const uint16_t*>(data_) + base;
       for (int64_t i = 0; i < cols_; ++i) out[i] = f16_to_f32(h[i]);
-      return;
+      return Status::Ok();
     }
     case Source::bf16: {
       const auto* h = static_cast<const uint16_t*>(data_) + base;
       for (int64_t i = 0; i < cols_; ++i) out[i] = bf16_to_f32(h[i]);
-      return;
+      return Status::Ok();
     }
+    case Source::decoded:
+      return decoder_->decode(row, 1, out);
     case Source::owned:
       std::memcpy(out, owned_.data() + base, static_cast<size_t>(cols_) * sizeof(float));
-      return;
+      return Status::Ok();
   }
+  return Internal("embedding table: unknown source");
 }
 
 }  // namespace tessera::transformer

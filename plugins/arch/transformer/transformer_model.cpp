@@ -120,7 +120,7 @@ Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) 
   float* up = scratch_.up.as<float>();           // [n, n_ff]
 
   for (int64_t r = 0; r < n_rows; ++r)
-    weights_.token_embd.lookup(batch.tokens[static_cast<size_t>(r)], resid + r * d);
+    TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(batch.tokens[static_cast<size_t>(r)], resid + r * d));
 
   int64_t n = n_rows;  // rows still carried; narrows to the logit rows in the last layer
   const int64_t n_layer = config_.n_layer;

@@ -246,6 +246,33 @@ Status FakeBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, 
   return Status::Ok();
 }
 
+namespace {
+
+class FakeRowDecoder final : public RowDecoder {
+ public:
+  FakeRowDecoder(const std::vector<float>& values, int64_t rows, int64_t cols)
+      : values_(values), rows_(rows), cols_(cols) {}
+  Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept override {
+    if (first_row < 0 || n_rows < 0 || first_row + n_rows > rows_) return InvalidArgument("fake decoder: rows out of range");
+    std::copy_n(values_.begin() + first_row * cols_, n_rows * cols_, out);
+    return Status::Ok();
+  }
+
+ private:
+  const std::vector<float>& values_;
+  int64_t rows_, cols_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RowDecoder>> FakeBuilder::row_decoder(const TensorRef& tensor) {
+  if (used_after_expiry("row_decoder")) return Internal("builder expired");
+  if (!weights_.row_decoders) return Status(Unsupported("fake builder: no row decoders"));
+  ++row_decoders_made;
+  return std::unique_ptr<RowDecoder>(
+      std::make_unique<FakeRowDecoder>(weights_.values(tensor.name), tensor.rows(), tensor.cols()));
+}
+
 // ---- KV cache ----------------------------------------------------------------
 
 Status TestKvCache::configure(const SequenceStateSpec& spec) noexcept {

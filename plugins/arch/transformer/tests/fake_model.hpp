@@ -57,6 +57,9 @@ class FakeWeightStore final : public WeightStore {
   // f32 values of a tensor; throws if absent.
   const std::vector<float>& values(const std::string& name) const;
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
+  // Whether the fake builder over this store offers row decoders (the core's
+  // does from ABI 2.1); false tests the fallback of a builder without them.
+  bool row_decoders = true;
 
  private:
   struct Entry {
@@ -120,9 +123,13 @@ class FakeBuilder final : public ModelBuilder {
   Status dequantize(const TensorRef& tensor, float* out) override;
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
   AttentionKernel& attention() override { return attention_; }
+  // Serves the tensor's f32 values like dequantize_rows, but through an object
+  // that stays valid after expire(), as the core's decoders do.
+  Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) override;
 
   void expire() { expired_ = true; }
   int dequantize_rows_calls = 0;
+  int row_decoders_made = 0;
 
  private:
   bool used_after_expiry(const char* what) const;

@@ -230,7 +230,9 @@ TEST(TransformerModel, AttentionKernelCalledOncePerLayer) {
 struct EmbeddingCase {
   const char* name;
   DType dtype;
-  bool via_builder;
+  bool row_decoders;  // the builder offers them (the core's does)
+  bool decoded;       // rows decoded on lookup (a block format with decoders)
+  bool via_builder;   // an f32 copy made at build time through dequantize_rows
 };
 
 class TransformerEmbedding : public ::testing::TestWithParam<EmbeddingCase> {};
@@ -239,19 +241,24 @@ TEST_P(TransformerEmbedding, StorageFormatsMatchReference) {
   const EmbeddingCase c = GetParam();
   const TinySpec spec;  // untied: the fake PlainLinear reads f32 only
   const auto tokens = random_tokens(6, spec.vocab, 21);
-  Harness h(spec, 0, [&](FakeWeightStore& w) { w.store_as("token_embd.weight", c.dtype); });
+  Harness h(spec, 0, [&](FakeWeightStore& w) {
+    w.store_as("token_embd.weight", c.dtype);
+    w.row_decoders = c.row_decoders;
+  });
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h.builder().dequantize_rows_calls > 0, c.via_builder);
+  EXPECT_EQ(h.builder().row_decoders_made, c.decoded ? 1 : 0);
   const Rows rows = h.step({{h.new_sequence(), tokens, true}})[0];
   ReferenceTransformer reference(h.weights());
   expect_rows_close(rows, reference.run(tokens), c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, TransformerEmbedding,
-                         ::testing::Values(EmbeddingCase{"f32", DType::f32, false},
-                                           EmbeddingCase{"f16", DType::f16, false},
-                                           EmbeddingCase{"bf16", DType::bf16, false},
-                                           EmbeddingCase{"q8_0", DType::q8_0, true}),
+                         ::testing::Values(EmbeddingCase{"f32", DType::f32, true, false, false},
+                                           EmbeddingCase{"f16", DType::f16, true, false, false},
+                                           EmbeddingCase{"bf16", DType::bf16, true, false, false},
+                                           EmbeddingCase{"q8_0", DType::q8_0, true, true, false},
+                                           EmbeddingCase{"q8_0_without_decoders", DType::q8_0, false, false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
