@@ -5,7 +5,7 @@
 
 namespace tessera {
 
-CoreModelBuilder::CoreModelBuilder(const WeightStore& weights,
+CoreModelBuilder::CoreModelBuilder(const ModelFile& weights,
                                    const std::vector<std::shared_ptr<Quantizer>>& quantizers,
                                    std::shared_ptr<AttentionKernel> attention)
     : weights_(weights), attention_(std::move(attention)) {
@@ -72,7 +72,9 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
                                    bias_name, bias->numel(), weight->shape[0]));
   auto q = quantizer_for(*weight);
   if (!q.ok()) return q.status();
-  return (*q)->make_linear(*weight, bias);
+  auto made = (*q)->make_linear(*weight, bias);
+  if (made.ok()) weights_.release_resident(*weight);
+  return made;
 }
 
 Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model_file.hpp"
 #include "tessera/architecture.hpp"
 #include "tessera/quantizer.hpp"
 
@@ -14,7 +15,10 @@ namespace tessera {
 class CoreModelBuilder final : public ModelBuilder {
  public:
   // `quantizers` in search order: the first to declare a format executes it.
-  CoreModelBuilder(const WeightStore& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
+  // Once linear() has handed a weight to its quant plugin, the file's pages of
+  // it are released (ModelFile::release_resident): a plugin that repacked it
+  // never reads them again, and one that reads it in place faults them back.
+  CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
                    std::shared_ptr<AttentionKernel> attention);
 
   const WeightStore& weights() const override { return weights_; }
@@ -30,7 +34,7 @@ class CoreModelBuilder final : public ModelBuilder {
  private:
   Result<std::shared_ptr<Quantizer>> quantizer_for(const TensorRef& tensor) const;
 
-  const WeightStore& weights_;
+  const ModelFile& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;
   std::shared_ptr<AttentionKernel> attention_;
 };

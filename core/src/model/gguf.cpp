@@ -289,6 +289,10 @@ class GgufFile::Parser {
 
 GgufFile::~GgufFile() = default;
 
+void GgufFile::release_resident(const void* p, uint64_t bytes) const {
+  if (mapping_) mapping_->release_resident(p, bytes);
+}
+
 Result<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
   auto mapped = MappedFile::open(path);
   if (!mapped.ok()) return mapped.status();

@@ -141,6 +141,8 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
+  // MappedFile::release_resident on the mapping, when opened from a path.
+  void release_resident(const void* p, uint64_t bytes) const;
 
  private:
   GgufFile() = default;

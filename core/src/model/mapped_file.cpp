@@ -44,6 +44,18 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::release_resident(const void* p, uint64_t bytes) const {
+  const auto* begin = static_cast<const std::byte*>(p);
+  if (data_ == nullptr || begin < data_ || bytes > size_ || begin - data_ > static_cast<std::ptrdiff_t>(size_ - bytes))
+    return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  if (first >= last) return;
+  // A failure only leaves the pages resident: nothing to report.
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }

@@ -22,6 +22,14 @@ class MappedFile {
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops this process's resident pages of [p, p + bytes) (whole pages inside
+  // the range only; nothing if the range is not in this mapping). The mapping
+  // is private and read-only, so nothing is lost: a later read faults the
+  // pages back in from the file (from the page cache, while it holds them).
+  // Used once a weight has been copied into a plugin's own layout, so that
+  // the process does not hold both copies.
+  void release_resident(const void* p, uint64_t bytes) const;
+
  private:
   MappedFile() = default;
   std::string path_;

@@ -18,6 +18,12 @@ std::string storage_format(DType dtype) {
   return is_block_format(dtype) ? "ggml." + name : name;
 }
 
+void ModelFile::release_resident(const TensorRef& tensor) const {
+  // Each mapping ignores a range outside it, so every file may be asked.
+  if (gguf_) gguf_->release_resident(tensor.data, tensor.nbytes);
+  for (const auto& shard : shards_) shard->release_resident(tensor.data, tensor.nbytes);
+}
+
 const TensorRef* ModelFile::find(std::string_view name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];

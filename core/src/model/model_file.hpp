@@ -39,6 +39,10 @@ class ModelFile : public WeightStore {
   // For a safetensors folder: tokenizer.json / tokenizer_config.json paths, "" when absent.
   const std::string& tokenizer_json_path() const { return tokenizer_json_; }
   const std::string& tokenizer_config_path() const { return tokenizer_config_; }
+  // Drops the resident pages of a tensor's data (MappedFile::release_resident):
+  // for weights a plugin has copied into its own layout. Always safe, since a
+  // later read maps them in again; a no-op for data not mapped from a file.
+  void release_resident(const TensorRef& tensor) const;
 
  private:
   friend class ModelFileBuilder;

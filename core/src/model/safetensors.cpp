@@ -63,6 +63,10 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<
   return f;
 }
 
+void SafetensorsFile::release_resident(const void* p, uint64_t bytes) const {
+  if (mapping_) mapping_->release_resident(p, bytes);
+}
+
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];

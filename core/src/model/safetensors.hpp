@@ -54,6 +54,8 @@ class SafetensorsFile {
   const SafetensorsTensor* find(std::string_view name) const;
   // The "__metadata__" string map (empty if absent).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // MappedFile::release_resident on the mapping, when opened from a path.
+  void release_resident(const void* p, uint64_t bytes) const;
 
  private:
   SafetensorsFile() = default;

@@ -2,8 +2,11 @@
 // GGUF metadata mapping; inspect; and the real default model when it is present.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "gguf_bytes.hpp"
 #include "model/gguf_hparams.hpp"
@@ -98,6 +101,51 @@ TEST(ModelFileGguf, NormalizesShapesFormatsAndHparams) {
   EXPECT_EQ(m.find("blk.0.attn_norm.weight")->shape[0], kEmbd);
   EXPECT_EQ(m.tensors().size(), 7u);
   EXPECT_EQ(m.source(), dir + "/tiny.gguf");
+}
+
+// This process's resident set, from /proc/self/statm (pages).
+int64_t resident_pages() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident;
+}
+
+TEST(ModelFileGguf, ReleasingResidentPagesKeepsTheDataReadable) {
+  // A 4 MiB f32 tensor of distinct values, mapped from a file: release_resident
+  // takes its pages out of the resident set, and the same bytes read back
+  // (faulted in again).
+  GgufWriter w = tiny_llama();
+  constexpr uint64_t kRows = 1024, kCols = 1024;
+  std::vector<std::byte> bytes(kRows * kCols * sizeof(float));
+  for (uint64_t i = 0; i < kRows * kCols; ++i) {
+    const float v = static_cast<float>(i) * 0.25f;
+    std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof v);
+  }
+  ASSERT_TRUE(w.add_tensor("big.weight", DType::f32, {kCols, kRows}, bytes).ok());
+  const std::string dir = test::scratch_dir("release_gguf");
+  ASSERT_TRUE(w.write(dir + "/m.gguf").ok());
+  auto r = open_model(dir + "/m.gguf");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const TensorRef* t = (*r)->find("big.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->nbytes, bytes.size());
+  const auto* data = static_cast<const std::byte*>(t->data);
+  ASSERT_EQ(std::memcmp(data, bytes.data(), bytes.size()), 0);  // resident now
+  const int64_t before = resident_pages();
+  (*r)->release_resident(*t);
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  EXPECT_GE(before - resident_pages(), static_cast<int64_t>(3 * bytes.size() / 4) / page)
+      << "the tensor's pages should have left the resident set";
+  EXPECT_EQ(std::memcmp(data, bytes.data(), bytes.size()), 0);
+  (*r)->release_resident(*t);  // twice, and a neighbour's partial pages: no harm
+  (*r)->release_resident(*(*r)->find("output.weight"));
+  EXPECT_EQ(std::memcmp(data, bytes.data(), bytes.size()), 0);
+
+  // A file opened from memory has no mapping: a no-op.
+  auto mem = GgufFile::open_memory(w.to_bytes(), "m.gguf");
+  ASSERT_TRUE(mem.ok());
+  (*mem)->release_resident(bytes.data(), bytes.size());
 }
 
 TEST(ModelFileGguf, VocabularyMismatchNamesBothNumbers) {
