@@ -107,11 +107,77 @@ Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool 
   return w;
 }
 
-// Asks for [p, p + bytes) into L2 without waiting for it.
-void prefetch_bytes(const float* p, size_t bytes) {
-  const char* first = reinterpret_cast<const char*>(p);
+// Asks for [first, first + bytes) into L2 without waiting for it.
+void prefetch_bytes(const char* first, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(first + off, 0, 2);
   __builtin_prefetch(first + bytes - 1, 0, 2);  // a slice need not start on a line
+}
+
+// One KV head's rows of a chunk, as consecutive runs: f32, or f16 read in
+// place by the f16 loops.
+template <typename KvT>
+struct HeadRunOf {
+  const KvT* k;  // row t at k + t * run_stride
+  const KvT* v;
+  int32_t n;
+};
+
+void score_run(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
+               int32_t ld_s) {
+  group_scores(q, n_q, k, stride, head_dim, n, s, ld_s);
+}
+void score_run(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
+               int32_t ld_s) {
+  paged_attention::group_scores_f16(q, n_q, k, stride, head_dim, n, s, ld_s);
+}
+void accumulate_runs(const float* p, int64_t ld_p, int32_t n_rows, const float* correction, const ValueRun* runs,
+                     int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+  accumulate_group(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
+void accumulate_runs(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                     const paged_attention::ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                     float* acc) {
+  paged_attention::accumulate_group_f16(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
+
+// Every query row of one KV head (task-local index h) against the keys
+// [first, chunk_end) held by `runs`: scores, the online-softmax step of each
+// head of the group, and one accumulation of V for the group.
+template <typename KvT>
+void attend_chunk(const AttentionArgs& a, const Task& task, const Scratch& w, int32_t h, int64_t first,
+                  int64_t chunk_end, const HeadRunOf<KvT>* runs, int64_t run_stride) {
+  const AttentionSeq& seq = a.seqs[static_cast<size_t>(task.seq)];
+  const int32_t group = a.n_head / a.n_kv_head;
+  const int32_t D = a.head_dim;
+  const int32_t n_rows = task.row_end - task.row_begin;
+  paged_attention::ValueRunOf<KvT> value_runs[kMaxRun];
+  for (int32_t r = 0; r < n_rows; ++r) {
+    // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
+    const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
+    const int64_t visible = std::min(chunk_end, position + 1) - first;
+    if (visible <= 0) continue;
+    const auto n = static_cast<int32_t>(visible);
+    const int64_t vec0 = (static_cast<int64_t>(h) * n_rows + r) * group;  // as run_task's vec_index(h, r, 0)
+    int32_t n_value_runs = 0;
+    for (int32_t done = 0, i = 0; done < n; ++i) {
+      const int32_t take = std::min(runs[i].n, n - done);
+      score_run(w.q + vec0 * D, group, runs[i].k, run_stride, D, take, w.s + done, kMaxRun);
+      value_runs[n_value_runs++] = {runs[i].v, take};
+      done += take;
+    }
+    // The softmax step of every head of the group, then one accumulation
+    // for all of them, which can load each V row once for the group.
+    for (int32_t g0 = 0; g0 < group; g0 += kFusedHeads) {
+      const int32_t n_heads_fused = std::min(kFusedHeads, group - g0);
+      float corrections[kFusedHeads];  // [n_heads_fused]
+      for (int32_t g = 0; g < n_heads_fused; ++g) {
+        const int64_t vec = vec0 + g0 + g;
+        corrections[g] = softmax_update(w.s + static_cast<int64_t>(g0 + g) * kMaxRun, n, w.m + vec, w.l + vec);
+      }
+      accumulate_runs(w.s + static_cast<int64_t>(g0) * kMaxRun, kMaxRun, n_heads_fused, corrections, value_runs,
+                      n_value_runs, run_stride, D, w.acc + (vec0 + g0) * D);
+    }
+  }
 }
 
 void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float* partials) {
@@ -141,26 +207,24 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   std::fill(w.l, w.l + n_vec, 0.0f);
 
   // Chunks of up to kMaxRun keys in table order, each cut into runs of
-  // consecutive rows of one block. f32 pools are read in place. An f16 chunk
-  // is widened into the scratch first: whole rows (every KV head, one
+  // consecutive rows of one block. f32 pools are read in place, and so are
+  // f16 ones where the f16 loops exist (has_f16_loops). Otherwise an f16
+  // chunk is widened into the scratch first: whole rows (every KV head, one
   // sequential sweep per run) when the task has every head, which bounds the
   // chunk to kWidenFloats / row length keys; one head's slice otherwise.
   struct KeyRun {
     int64_t offset;  // of the run's first row (KV head 0) in the pool, in elements
     int32_t n;
   };
-  struct HeadRun {
-    const float* k;  // row t at k + t * run_stride
-    const float* v;
-    int32_t n;
-  };
-  const bool widen = a.kv.dtype == DType::f16;
+  const bool f16 = a.kv.dtype == DType::f16;
+  const bool in_place_f16 = f16 && paged_attention::has_f16_loops(D);
+  const bool widen = f16 && !in_place_f16;
   const bool widen_rows = widen && n_heads == a.n_kv_head;
   const int64_t chunk_keys =
       widen_rows ? std::clamp<int64_t>(widen_floats(D) / stride, 1, kMaxRun) : static_cast<int64_t>(kMaxRun);
   KeyRun key_runs[kMaxRun];
-  HeadRun head_runs[kMaxRun];
-  ValueRun value_runs[kMaxRun];
+  HeadRunOf<float> head_runs[kMaxRun];
+  HeadRunOf<uint16_t> head_runs_f16[kMaxRun];
   for (int64_t first = task.key_begin; first < task.key_end;) {
     const int64_t chunk_end = std::min(task.key_end, first + chunk_keys);
     int32_t n_runs = 0;
@@ -174,14 +238,15 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
     if (!widen) {
       // The task reads its heads' slice of each row, head by head: ask for
       // all of the chunk's slices up front so that the misses overlap.
-      const float* k_pool = a.kv.k_f32() + static_cast<int64_t>(task.kv_head) * D;
-      const float* v_pool = a.kv.v_f32() + static_cast<int64_t>(task.kv_head) * D;
-      const size_t slice_bytes = static_cast<size_t>(n_heads) * D * sizeof(float);
+      const size_t elem = in_place_f16 ? sizeof(uint16_t) : sizeof(float);
+      const auto* k_pool = static_cast<const char*>(a.kv.k) + static_cast<int64_t>(task.kv_head) * D * elem;
+      const auto* v_pool = static_cast<const char*>(a.kv.v) + static_cast<int64_t>(task.kv_head) * D * elem;
+      const size_t slice_bytes = static_cast<size_t>(n_heads) * D * elem;
       for (int32_t i = 0; i < n_runs; ++i) {
         for (int32_t t = 0; t < key_runs[i].n; ++t) {
-          const int64_t row = key_runs[i].offset + t * stride;
-          prefetch_bytes(k_pool + row, slice_bytes);
-          prefetch_bytes(v_pool + row, slice_bytes);
+          const auto row_bytes = static_cast<size_t>(key_runs[i].offset + t * stride) * elem;
+          prefetch_bytes(k_pool + row_bytes, slice_bytes);
+          prefetch_bytes(v_pool + row_bytes, slice_bytes);
         }
       }
     }
@@ -196,6 +261,14 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
     for (int32_t h = 0; h < n_heads; ++h) {
       const int64_t head_offset = static_cast<int64_t>(task.kv_head + h) * D;
       int32_t n_head_runs = 0;
+      if (in_place_f16) {
+        for (int32_t i = 0; i < n_runs; ++i) {
+          const int64_t offset = key_runs[i].offset + head_offset;
+          head_runs_f16[n_head_runs++] = {a.kv.k_f16() + offset, a.kv.v_f16() + offset, key_runs[i].n};
+        }
+        attend_chunk(a, task, w, h, first, chunk_end, head_runs_f16, stride);
+        continue;
+      }
       int64_t run_stride = stride;
       if (widen_rows) {
         const auto n_chunk = static_cast<int32_t>(chunk_end - first);
@@ -217,33 +290,7 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
           head_runs[n_head_runs++] = {a.kv.k_f32() + offset, a.kv.v_f32() + offset, key_runs[i].n};
         }
       }
-      for (int32_t r = 0; r < n_rows; ++r) {
-        // Causal: row r sits at position n_past + row_begin + r and sees keys up to it.
-        const int64_t position = static_cast<int64_t>(seq.n_past) + task.row_begin + r;
-        const int64_t visible = std::min(chunk_end, position + 1) - first;
-        if (visible <= 0) continue;
-        const auto n = static_cast<int32_t>(visible);
-        const int64_t vec0 = vec_index(h, r, 0);
-        int32_t n_value_runs = 0;
-        for (int32_t done = 0, i = 0; done < n; ++i) {
-          const int32_t take = std::min(head_runs[i].n, n - done);
-          group_scores(w.q + vec0 * D, group, head_runs[i].k, run_stride, D, take, w.s + done, kMaxRun);
-          value_runs[n_value_runs++] = {head_runs[i].v, take};
-          done += take;
-        }
-        // The softmax step of every head of the group, then one accumulation
-        // for all of them, which can load each V row once for the group.
-        for (int32_t g0 = 0; g0 < group; g0 += kFusedHeads) {
-          const int32_t n_heads_fused = std::min(kFusedHeads, group - g0);
-          float corrections[kFusedHeads];  // [n_heads_fused]
-          for (int32_t g = 0; g < n_heads_fused; ++g) {
-            const int64_t vec = vec0 + g0 + g;
-            corrections[g] = softmax_update(w.s + static_cast<int64_t>(g0 + g) * kMaxRun, n, w.m + vec, w.l + vec);
-          }
-          accumulate_group(w.s + static_cast<int64_t>(g0) * kMaxRun, kMaxRun, n_heads_fused, corrections, value_runs,
-                           n_value_runs, run_stride, D, w.acc + (vec0 + g0) * D);
-        }
-      }
+      attend_chunk(a, task, w, h, first, chunk_end, head_runs, run_stride);
     }
     first = chunk_end;
   }
@@ -386,7 +433,9 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     }
 
     const int64_t max_vec = static_cast<int64_t>(query_rows_) * group * (whole_items ? a.n_kv_head : 1);
-    const size_t per_thread = scratch_floats(max_vec, a.head_dim, group, a.kv.dtype == DType::f16);
+    // Widening scratch only where f16 rows are widened in memory (no f16 loops for this head_dim).
+    const bool widens = a.kv.dtype == DType::f16 && !paged_attention::has_f16_loops(a.head_dim);
+    const size_t per_thread = scratch_floats(max_vec, a.head_dim, group, widens);
     const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
     // Kept between calls and only ever grown: no allocation, and no zeroing of
     // the widening scratch, per layer of a steady decode.
@@ -401,7 +450,7 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
 #pragma omp parallel num_threads(team) if (team > 1)
     {
       const Scratch w = carve(scratch + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
-                              a.head_dim, group, a.kv.dtype == DType::f16);
+                              a.head_dim, group, widens);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials);
       // The implicit barrier above: every part is done before any merge reads it.

@@ -32,6 +32,7 @@
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "reference_attention.hpp"
+#include "tessera/half.hpp"
 
 namespace tessera::plugins {
 const PluginLibrary* paged_attention_entry();
@@ -333,6 +334,87 @@ TEST(PAGED_SUITE, FusedValueAccumulationOfEveryInstructionSetMatchesDoubleSums) 
       }
     }
   }
+}
+
+// f16 rows for the in-place loops: `rows` rounded to f16 (the gaps between
+// rows keep NaN), and the same values widened back to f32 for the f32 loops.
+struct F16Rows {
+  std::vector<uint16_t> bits;   // [n_rows, stride]
+  std::vector<float> widened;   // [n_rows, stride]
+};
+F16Rows to_f16_rows(const std::vector<float>& rows) {
+  F16Rows r;
+  for (float x : rows) r.bits.push_back(f32_to_f16(x));
+  for (uint16_t h : r.bits) r.widened.push_back(f16_to_f32(h));
+  return r;
+}
+
+TEST(PAGED_SUITE, F16LoopsGiveTheF32LoopsResultsOnTheWidenedRows) {
+  // The f16 loops widen each row in registers and then do the f32 loops'
+  // arithmetic, so on the same values the results must be identical: scores
+  // for 1..8 query rows, and the fused accumulation of 1..8 and 11 rows over
+  // runs of uneven lengths, for every head size the explicit loops take.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), weight(0.0f, 1.0f);
+  constexpr int32_t kRunLengths[] = {16, 7, 1, 16, 3, 12};
+  for (int32_t head_dim : kLoopHeadDims) {
+    const int64_t stride = 2 * head_dim + 3;
+    for (int32_t n : kLoopKeys) {
+      const F16Rows k = to_f16_rows(strided_rows(n, head_dim, stride, rng));  // [n, stride]
+      std::vector<F16Rows> run_rows;
+      std::vector<paged_attention::ValueRun> runs;
+      std::vector<paged_attention::ValueRunF16> runs_f16;
+      for (int32_t done = 0, i = 0; done < n; ++i) {
+        const int32_t take = std::min(kRunLengths[i % 6], n - done);
+        run_rows.push_back(to_f16_rows(strided_rows(take, head_dim, stride, rng)));  // [take, stride]
+        done += take;
+      }
+      for (const F16Rows& r : run_rows) {
+        const auto take = static_cast<int32_t>(r.bits.size() / static_cast<size_t>(stride));
+        runs.push_back({r.widened.data(), take});
+        runs_f16.push_back({r.bits.data(), take});
+      }
+      for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
+        SCOPED_TRACE("isa " + std::to_string(static_cast<int>(isa)) + " head_dim " + std::to_string(head_dim) +
+                     " n " + std::to_string(n));
+        for (int32_t n_q = 1; n_q <= 8; ++n_q) {
+          const int32_t ld_s = n + 3;
+          std::vector<float> q(static_cast<size_t>(n_q * head_dim));  // [n_q, head_dim]
+          for (float& x : q) x = uniform(rng);
+          std::vector<float> s32(static_cast<size_t>(n_q * ld_s), -7.0f), s16 = s32;  // [n_q, ld_s]
+          if (!paged_attention::group_scores_f16_on(isa, q.data(), n_q, k.bits.data(), stride, head_dim, n,
+                                                    s16.data(), ld_s)) {
+            if (n == 1 && n_q == 1) note_skipped("f16 score", isa, head_dim);
+            break;
+          }
+          ASSERT_TRUE(paged_attention::group_scores_on(isa, q.data(), n_q, k.widened.data(), stride, head_dim, n,
+                                                       s32.data(), ld_s));
+          ASSERT_EQ(s16, s32) << "n_q " << n_q;
+        }
+        for (int32_t n_rows : {1, 2, 3, 4, 5, 6, 7, 8, 11}) {
+          const int64_t ld_p = n + 5;
+          std::vector<float> p(static_cast<size_t>(n_rows * ld_p));  // [n_rows, ld_p]
+          for (float& x : p) x = weight(rng);
+          std::vector<float> correction(static_cast<size_t>(n_rows));  // [n_rows]
+          for (float& c : correction) c = weight(rng);
+          std::vector<float> acc32(static_cast<size_t>(n_rows * head_dim));  // [n_rows, head_dim]
+          for (float& x : acc32) x = uniform(rng);
+          std::vector<float> acc16 = acc32;
+          if (!paged_attention::accumulate_group_f16_on(isa, p.data(), ld_p, n_rows, correction.data(),
+                                                        runs_f16.data(), static_cast<int32_t>(runs_f16.size()),
+                                                        stride, head_dim, acc16.data())) {
+            break;
+          }
+          ASSERT_TRUE(paged_attention::accumulate_group_on(isa, p.data(), ld_p, n_rows, correction.data(),
+                                                           runs.data(), static_cast<int32_t>(runs.size()), stride,
+                                                           head_dim, acc32.data()));
+          ASSERT_EQ(acc16, acc32) << "n_rows " << n_rows;
+        }
+      }
+    }
+  }
+  // No f16 loop for the portable build or an odd head size: the kernel widens instead.
+  EXPECT_FALSE(paged_attention::has_f16_loops(5));
 }
 
 TEST(PAGED_SUITE, EntryDescribesThePluginAndDefaultsWork) {

@@ -234,4 +234,75 @@ bool accumulate_group_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_
   }
 }
 
+bool has_f16_loops(int32_t head_dim) {
+#ifdef TESSERA_PAGED_X86
+  return (kHasAvx512 && head_dim % 16 == 0) || (kHasAvx2 && head_dim % 8 == 0);
+#else
+  (void)head_dim;
+  return false;
+#endif
+}
+
+void group_scores_f16(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n,
+                      float* s, int32_t ld_s) {
+#ifdef TESSERA_PAGED_X86
+  if (kHasAvx512 && head_dim % 16 == 0) return group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
+  if (kHasAvx2 && head_dim % 8 == 0) return group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
+#endif
+  (void)q, (void)n_q, (void)k, (void)stride, (void)head_dim, (void)n, (void)s, (void)ld_s;  // callers check has_f16_loops
+}
+
+void accumulate_group_f16(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                          const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+#ifdef TESSERA_PAGED_X86
+  if (kHasAvx512 && head_dim % 16 == 0) {
+    return accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+  }
+  if (kHasAvx2 && head_dim % 8 == 0) {
+    return accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+  }
+#endif
+  (void)p, (void)ld_p, (void)n_rows, (void)correction, (void)runs, (void)n_runs, (void)stride, (void)head_dim,
+      (void)acc;  // callers check has_f16_loops
+}
+
+bool group_scores_f16_on(KernelIsa isa, const float* q, int32_t n_q, const uint16_t* k, int64_t stride,
+                         int32_t head_dim, int32_t n, float* s, int32_t ld_s) {
+  switch (isa) {
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
+      if (!kHasAvx2 || head_dim % 8 != 0) return false;
+      group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
+      return true;
+    case KernelIsa::avx512:
+      if (!kHasAvx512 || head_dim % 16 != 0) return false;
+      group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
+      return true;
+#endif
+    default:
+      (void)q, (void)n_q, (void)k, (void)stride, (void)head_dim, (void)n, (void)s, (void)ld_s;
+      return false;
+  }
+}
+
+bool accumulate_group_f16_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                             const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+  switch (isa) {
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
+      if (!kHasAvx2 || head_dim % 8 != 0) return false;
+      accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+    case KernelIsa::avx512:
+      if (!kHasAvx512 || head_dim % 16 != 0) return false;
+      accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+#endif
+    default:
+      (void)p, (void)ld_p, (void)n_rows, (void)correction, (void)runs, (void)n_runs, (void)stride, (void)head_dim,
+          (void)acc;
+      return false;
+  }
+}
+
 }  // namespace tessera::plugins::paged_attention

@@ -39,11 +39,15 @@ float softmax_update(float* s, int32_t n, float* m, float* l);
 // the build lacks that loop.
 bool softmax_update_on(KernelIsa isa, float* s, int32_t n, float* m, float* l, float* correction);
 
-// Consecutive key rows of one block (V rows v + t * stride, t < n).
-struct ValueRun {
-  const float* v;
+// Consecutive key rows of one block (V rows v + t * stride, t < n), f32 or
+// f16 (ValueRunF16: the bits of an f16 pool).
+template <typename T>
+struct ValueRunOf {
+  const T* v;
   int32_t n;
 };
+using ValueRun = ValueRunOf<float>;
+using ValueRunF16 = ValueRunOf<uint16_t>;
 
 // acc = acc * correction + sum over the runs of p[t] * v[t * stride], with p
 // the weights of all runs back to back. acc is [head_dim].
@@ -61,5 +65,22 @@ void accumulate_group(const float* p, int64_t ld_p, int32_t n_rows, const float*
 // another); false, computing nothing, as for group_scores_on.
 bool accumulate_group_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                          const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
+
+// f16 pools read in place: K and V rows are widened in registers by the
+// explicit AVX-512 / AVX2 (+F16C) loops, so the kernel reads half the bytes
+// and keeps no widened copy. Only where such a loop exists for head_dim
+// (has_f16_loops); elsewhere the kernel widens rows into scratch first and
+// calls the f32 loops. Same arithmetic as the f32 loops on the widened values.
+bool has_f16_loops(int32_t head_dim);
+void group_scores_f16(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n,
+                      float* s, int32_t ld_s);
+void accumulate_group_f16(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                          const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
+// By one instruction set's loop (avx2 or avx512; generic has none), for
+// tests; false, computing nothing, when the CPU, build or head_dim rule it out.
+bool group_scores_f16_on(KernelIsa isa, const float* q, int32_t n_q, const uint16_t* k, int64_t stride,
+                         int32_t head_dim, int32_t n, float* s, int32_t ld_s);
+bool accumulate_group_f16_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                             const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
 
 }  // namespace tessera::plugins::paged_attention

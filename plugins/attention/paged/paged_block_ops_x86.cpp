@@ -15,6 +15,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -28,8 +30,20 @@ namespace tessera::plugins::paged_attention::x86 {
 // carry the same target.
 #define TESSERA_AVX512 __attribute__((target("avx512f")))
 #define TESSERA_AVX512_INLINE [[gnu::always_inline]] inline __attribute__((target("avx512f")))
-#define TESSERA_AVX2 __attribute__((target("avx2,fma")))
-#define TESSERA_AVX2_INLINE [[gnu::always_inline]] inline __attribute__((target("avx2,fma")))
+#define TESSERA_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TESSERA_AVX2_INLINE [[gnu::always_inline]] inline __attribute__((target("avx2,fma,f16c")))
+
+// K and V rows are f32, or f16 widened in registers as they are loaded (f16
+// pools: half the bytes, and no widened copy in memory). Every loop below is
+// a template over the element type KvT, float or uint16_t (f16 bits).
+TESSERA_AVX512_INLINE __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+TESSERA_AVX512_INLINE __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+TESSERA_AVX2_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+TESSERA_AVX2_INLINE __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // Scores a block of 16 keys (8 with AVX2) at a time: one vector of partial
 // sums per key, then the block's vectors summed lane-wise by a transpose
@@ -85,23 +99,23 @@ TESSERA_AVX512_INLINE __m512 sum_lanes16_avx512(const __m512 (&v)[16]) {
 // (t < count unless kFull; the others stay 0). A head_dim known at compile
 // time keeps the query in registers and walks the keys one row at a time;
 // otherwise each slice of the query is loaded once for all 16 rows.
-template <int32_t kDim, bool kFull>
-TESSERA_AVX512_INLINE void dots16_avx512(const float* q_row, const float* k, int64_t stride, int32_t head_dim,
+template <int32_t kDim, bool kFull, typename KvT>
+TESSERA_AVX512_INLINE void dots16_avx512(const float* q_row, const KvT* k, int64_t stride, int32_t head_dim,
                                          int32_t count, __m512 (&acc)[16]) {
   if constexpr (kDim > 0) {
     __m512 qv[kDim / 16];  // the query row, [head_dim / 16] vectors
 #pragma GCC unroll 8
     for (int32_t c = 0; c < kDim / 16; ++c) qv[c] = _mm512_loadu_ps(q_row + 16 * c);
-    const float* k_row = k;  // [head_dim], row t
+    const KvT* k_row = k;  // [head_dim], row t
 #pragma GCC unroll 16
     for (int32_t t = 0; t < 16; ++t) {
       if (!kFull && t >= count) {
         acc[t] = _mm512_setzero_ps();
         continue;
       }
-      acc[t] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k_row));
+      acc[t] = _mm512_mul_ps(qv[0], load16(k_row));
 #pragma GCC unroll 8
-      for (int32_t c = 1; c < kDim / 16; ++c) acc[t] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k_row + 16 * c), acc[t]);
+      for (int32_t c = 1; c < kDim / 16; ++c) acc[t] = _mm512_fmadd_ps(qv[c], load16(k_row + 16 * c), acc[t]);
       k_row += stride;
     }
   } else {
@@ -111,19 +125,19 @@ TESSERA_AVX512_INLINE void dots16_avx512(const float* q_row, const float* k, int
       const __m512 qv = _mm512_loadu_ps(q_row + d);
 #pragma GCC unroll 16
       for (int32_t t = 0; t < 16; ++t) {
-        if (kFull || t < count) acc[t] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + t * stride + d), acc[t]);
+        if (kFull || t < count) acc[t] = _mm512_fmadd_ps(qv, load16(k + t * stride + d), acc[t]);
       }
     }
   }
 }
 
 // The products of one query row and one key row, as a vector of partial sums.
-template <int32_t kDim>
-TESSERA_AVX512_INLINE __m512 dot_avx512(const float* q_row, const float* k_row, int32_t head_dim) {
+template <int32_t kDim, typename KvT>
+TESSERA_AVX512_INLINE __m512 dot_avx512(const float* q_row, const KvT* k_row, int32_t head_dim) {
   const int32_t D = kDim > 0 ? kDim : head_dim;
-  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q_row), _mm512_loadu_ps(k_row));
+  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q_row), load16(k_row));
   for (int32_t d = 16; d < D; d += 16) {
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), _mm512_loadu_ps(k_row + d), acc);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q_row + d), load16(k_row + d), acc);
   }
   return acc;
 }
@@ -135,8 +149,8 @@ constexpr int32_t kShortTail = 4;
 
 // Blocks outer, query rows inner: a block's 16 key rows stay in L1 for the
 // whole group, and each query row is reloaded once per block.
-template <int32_t kDim>
-TESSERA_AVX512_INLINE void group_scores_avx512_loop(const float* __restrict q, int32_t n_q, const float* __restrict k,
+template <int32_t kDim, typename KvT>
+TESSERA_AVX512_INLINE void group_scores_avx512_loop(const float* __restrict q, int32_t n_q, const KvT* __restrict k,
                                                     int64_t stride, int32_t head_dim, int32_t n, float* __restrict s,
                                                     int32_t ld_s) {
   const int32_t D = kDim > 0 ? kDim : head_dim;
@@ -145,7 +159,7 @@ TESSERA_AVX512_INLINE void group_scores_avx512_loop(const float* __restrict q, i
     for (int32_t g = 0; g < n_q; ++g) {
       // The key rows do not change with g, and GCC would otherwise load the
       // whole block once before this loop, spilling most of it to the stack.
-      const float* k_block = k + t0 * stride;
+      const KvT* k_block = k + t0 * stride;
       asm volatile("" : "+r"(k_block));
       __m512 acc[16];
       dots16_avx512<kDim, true>(q + static_cast<int64_t>(g) * D, k_block, stride, D, 16, acc);
@@ -167,7 +181,7 @@ TESSERA_AVX512_INLINE void group_scores_avx512_loop(const float* __restrict q, i
   // Computed as a block, stored through a mask.
   const auto mask = static_cast<__mmask16>((1u << count) - 1);
   for (int32_t g = 0; g < n_q; ++g) {
-    const float* k_block = k + t0 * stride;
+    const KvT* k_block = k + t0 * stride;
     asm volatile("" : "+r"(k_block));  // as above
     __m512 acc[16];
     dots16_avx512<kDim, false>(q + static_cast<int64_t>(g) * D, k_block, stride, D, count, acc);
@@ -175,13 +189,22 @@ TESSERA_AVX512_INLINE void group_scores_avx512_loop(const float* __restrict q, i
   }
 }
 
-TESSERA_AVX512 void group_scores_avx512(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
-                                        int32_t n, float* s, int32_t ld_s) {
+template <typename KvT>
+TESSERA_AVX512_INLINE void group_scores_avx512_any(const float* q, int32_t n_q, const KvT* k, int64_t stride,
+                                                   int32_t head_dim, int32_t n, float* s, int32_t ld_s) {
   switch (head_dim) {
     case 64: return group_scores_avx512_loop<64>(q, n_q, k, stride, head_dim, n, s, ld_s);
     case 128: return group_scores_avx512_loop<128>(q, n_q, k, stride, head_dim, n, s, ld_s);
     default: return group_scores_avx512_loop<0>(q, n_q, k, stride, head_dim, n, s, ld_s);
   }
+}
+TESSERA_AVX512 void group_scores_avx512(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+                                        int32_t n, float* s, int32_t ld_s) {
+  group_scores_avx512_any(q, n_q, k, stride, head_dim, n, s, ld_s);
+}
+TESSERA_AVX512 void group_scores_avx512(const float* q, int32_t n_q, const uint16_t* k, int64_t stride,
+                                        int32_t head_dim, int32_t n, float* s, int32_t ld_s) {
+  group_scores_avx512_any(q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 // Lane t of the result is the sum of all lanes of v[t] (the tree of
@@ -205,21 +228,21 @@ TESSERA_AVX2_INLINE __m256 sum_lanes8_avx2(const __m256 (&v)[8]) {
 
 // Adds the slice d of one query row times the same slice of key rows
 // k + t * stride, t < 8 (t < count unless kFull), to acc[t].
-template <bool kFull>
-TESSERA_AVX2_INLINE void dots8_slice_avx2(const float* q_row, const float* k, int64_t stride, int32_t d,
+template <bool kFull, typename KvT>
+TESSERA_AVX2_INLINE void dots8_slice_avx2(const float* q_row, const KvT* k, int64_t stride, int32_t d,
                                           int32_t count, __m256 (&acc)[8]) {
   const __m256 qv = _mm256_loadu_ps(q_row + d);
 #pragma GCC unroll 8
   for (int32_t t = 0; t < 8; ++t) {
-    if (kFull || t < count) acc[t] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + t * stride + d), acc[t]);
+    if (kFull || t < count) acc[t] = _mm256_fmadd_ps(qv, load8(k + t * stride + d), acc[t]);
   }
 }
 
 // Partial dot products of one query row with 8 key rows (the others 0).
 // Sixteen ymm registers cannot hold a query of 64 beside 8 accumulators, so
 // each query slice is loaded once for all 8 rows.
-template <int32_t kDim, bool kFull>
-TESSERA_AVX2_INLINE void dots8_avx2(const float* q_row, const float* k, int64_t stride, int32_t head_dim, int32_t count,
+template <int32_t kDim, bool kFull, typename KvT>
+TESSERA_AVX2_INLINE void dots8_avx2(const float* q_row, const KvT* k, int64_t stride, int32_t head_dim, int32_t count,
                                     __m256 (&acc)[8]) {
 #pragma GCC unroll 8
   for (int32_t t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
@@ -231,15 +254,15 @@ TESSERA_AVX2_INLINE void dots8_avx2(const float* q_row, const float* k, int64_t 
   }
 }
 
-template <int32_t kDim>
-TESSERA_AVX2_INLINE void group_scores_avx2_loop(const float* __restrict q, int32_t n_q, const float* __restrict k,
+template <int32_t kDim, typename KvT>
+TESSERA_AVX2_INLINE void group_scores_avx2_loop(const float* __restrict q, int32_t n_q, const KvT* __restrict k,
                                                 int64_t stride, int32_t head_dim, int32_t n, float* __restrict s,
                                                 int32_t ld_s) {
   const int32_t D = kDim > 0 ? kDim : head_dim;
   int32_t t0 = 0;
   for (; t0 + 8 <= n; t0 += 8) {
     for (int32_t g = 0; g < n_q; ++g) {
-      const float* k_block = k + t0 * stride;
+      const KvT* k_block = k + t0 * stride;
       asm volatile("" : "+r"(k_block));  // keeps the block's loads inside the loop, as in the AVX-512 one
       __m256 acc[8];
       dots8_avx2<kDim, true>(q + static_cast<int64_t>(g) * D, k_block, stride, D, 8, acc);
@@ -250,7 +273,7 @@ TESSERA_AVX2_INLINE void group_scores_avx2_loop(const float* __restrict q, int32
   const int32_t count = n - t0;  // 1..7 keys left
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (int32_t g = 0; g < n_q; ++g) {
-    const float* k_block = k + t0 * stride;
+    const KvT* k_block = k + t0 * stride;
     asm volatile("" : "+r"(k_block));
     __m256 acc[8];
     dots8_avx2<kDim, false>(q + static_cast<int64_t>(g) * D, k_block, stride, D, count, acc);
@@ -258,13 +281,22 @@ TESSERA_AVX2_INLINE void group_scores_avx2_loop(const float* __restrict q, int32
   }
 }
 
-TESSERA_AVX2 void group_scores_avx2(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
-                                    int32_t n, float* s, int32_t ld_s) {
+template <typename KvT>
+TESSERA_AVX2_INLINE void group_scores_avx2_any(const float* q, int32_t n_q, const KvT* k, int64_t stride,
+                                               int32_t head_dim, int32_t n, float* s, int32_t ld_s) {
   switch (head_dim) {
     case 64: return group_scores_avx2_loop<64>(q, n_q, k, stride, head_dim, n, s, ld_s);
     case 128: return group_scores_avx2_loop<128>(q, n_q, k, stride, head_dim, n, s, ld_s);
     default: return group_scores_avx2_loop<0>(q, n_q, k, stride, head_dim, n, s, ld_s);
   }
+}
+TESSERA_AVX2 void group_scores_avx2(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
+                                    int32_t n, float* s, int32_t ld_s) {
+  group_scores_avx2_any(q, n_q, k, stride, head_dim, n, s, ld_s);
+}
+TESSERA_AVX2 void group_scores_avx2(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim,
+                                    int32_t n, float* s, int32_t ld_s) {
+  group_scores_avx2_any(q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 // Fused value accumulation: the rows of a group share every V row, so a pass
@@ -279,9 +311,9 @@ constexpr int32_t kAvx2PassRows = 4;
 
 // acc_g[d, d + 16 kVecs) = acc_g * correction[g] + sum_i p_g[i] v_i[d, d + 16 kVecs) for g < kRows,
 // with p_g = p + g * ld_p and acc_g = acc + g * head_dim.
-template <int32_t kRows, int32_t kVecs>
+template <int32_t kRows, int32_t kVecs, typename KvT>
 TESSERA_AVX512_INLINE void accumulate_slice_avx512(const float* __restrict p, int64_t ld_p, const float* correction,
-                                                   const ValueRun* runs, int32_t n_runs, int64_t stride,
+                                                   const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
                                                    int32_t head_dim, int32_t d, float* __restrict acc) {
   __m512 a[kRows][kVecs];
 #pragma GCC unroll 8
@@ -294,12 +326,12 @@ TESSERA_AVX512_INLINE void accumulate_slice_avx512(const float* __restrict p, in
   }
   const float* w = p;  // weight of the current key for row 0; row g's is w[g * ld_p]
   for (int32_t r = 0; r < n_runs; ++r) {
-    const float* v_row = runs[r].v + d;
+    const KvT* v_row = runs[r].v + d;
     for (int32_t t = 0; t < runs[r].n; ++t, ++w, v_row += stride) {
       __m512 v[kVecs];  // the V slice, loaded once for every row
 #pragma GCC unroll 4
       for (int32_t j = 0; j < kVecs; ++j) {
-        __m512 x = _mm512_loadu_ps(v_row + 16 * j);
+        __m512 x = load16(v_row + 16 * j);
         // In a register: GCC would fold the load into every row's FMA, kRows loads instead of one.
         asm("" : "+v"(x));
         v[j] = x;
@@ -322,9 +354,9 @@ TESSERA_AVX512_INLINE void accumulate_slice_avx512(const float* __restrict p, in
 }
 
 // Every slice of head_dim for one pass of `rows` (1..kAvx512PassRows) rows.
-template <int32_t kRows>
+template <int32_t kRows, typename KvT>
 TESSERA_AVX512_INLINE void accumulate_pass_avx512(const float* p, int64_t ld_p, const float* correction,
-                                                  const ValueRun* runs, int32_t n_runs, int64_t stride,
+                                                  const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
                                                   int32_t head_dim, float* acc) {
   int32_t d = 0;
   for (; d + 64 <= head_dim; d += 64) {
@@ -335,32 +367,45 @@ TESSERA_AVX512_INLINE void accumulate_pass_avx512(const float* p, int64_t ld_p, 
   }
 }
 
+template <typename KvT>
 TESSERA_AVX512_INLINE void accumulate_pass_avx512(int32_t rows, const float* p, int64_t ld_p, const float* correction,
-                                                  const ValueRun* runs, int32_t n_runs, int64_t stride,
+                                                  const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
                                                   int32_t head_dim, float* acc) {
   switch (rows) {
-    case 1: return accumulate_pass_avx512<1>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 2: return accumulate_pass_avx512<2>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 3: return accumulate_pass_avx512<3>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 4: return accumulate_pass_avx512<4>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 5: return accumulate_pass_avx512<5>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    default: return accumulate_pass_avx512<6>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 1: return accumulate_pass_avx512<1, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 2: return accumulate_pass_avx512<2, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 3: return accumulate_pass_avx512<3, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 4: return accumulate_pass_avx512<4, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 5: return accumulate_pass_avx512<5, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    default: return accumulate_pass_avx512<6, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
   }
 }
 
-TESSERA_AVX512 void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
-                                            const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
-                                            float* acc) {
+template <typename KvT>
+TESSERA_AVX512_INLINE void accumulate_group_avx512_any(const float* p, int64_t ld_p, int32_t n_rows,
+                                                       const float* correction, const ValueRunOf<KvT>* runs,
+                                                       int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
   for (int32_t g = 0; g < n_rows; g += kAvx512PassRows) {
     accumulate_pass_avx512(std::min(kAvx512PassRows, n_rows - g), p + g * ld_p, ld_p, correction + g, runs, n_runs,
                            stride, head_dim, acc + static_cast<int64_t>(g) * head_dim);
   }
 }
+TESSERA_AVX512 void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                                            const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                            float* acc) {
+  accumulate_group_avx512_any(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
+TESSERA_AVX512 void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                                            const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                            float* acc) {
+  accumulate_group_avx512_any(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
 
 // The AVX2 counterpart of accumulate_slice_avx512, slices of 8 kVecs floats.
-template <int32_t kRows, int32_t kVecs>
+template <int32_t kRows, int32_t kVecs, typename KvT>
 TESSERA_AVX2_INLINE void accumulate_slice_avx2(const float* __restrict p, int64_t ld_p, const float* correction,
-                                               const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                               const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
+                                               int32_t head_dim,
                                                int32_t d, float* __restrict acc) {
   __m256 a[kRows][kVecs];
 #pragma GCC unroll 4
@@ -373,12 +418,12 @@ TESSERA_AVX2_INLINE void accumulate_slice_avx2(const float* __restrict p, int64_
   }
   const float* w = p;  // weight of the current key for row 0; row g's is w[g * ld_p]
   for (int32_t r = 0; r < n_runs; ++r) {
-    const float* v_row = runs[r].v + d;
+    const KvT* v_row = runs[r].v + d;
     for (int32_t t = 0; t < runs[r].n; ++t, ++w, v_row += stride) {
       __m256 v[kVecs];  // the V slice, loaded once for every row
 #pragma GCC unroll 2
       for (int32_t j = 0; j < kVecs; ++j) {
-        __m256 x = _mm256_loadu_ps(v_row + 8 * j);
+        __m256 x = load8(v_row + 8 * j);
         asm("" : "+x"(x));  // in a register, as in accumulate_slice_avx512
         v[j] = x;
       }
@@ -397,9 +442,10 @@ TESSERA_AVX2_INLINE void accumulate_slice_avx2(const float* __restrict p, int64_
   }
 }
 
-template <int32_t kRows>
+template <int32_t kRows, typename KvT>
 TESSERA_AVX2_INLINE void accumulate_pass_avx2(const float* p, int64_t ld_p, const float* correction,
-                                              const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                              const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
+                                              int32_t head_dim,
                                               float* acc) {
   int32_t d = 0;
   for (; d + 16 <= head_dim; d += 16) {
@@ -408,24 +454,37 @@ TESSERA_AVX2_INLINE void accumulate_pass_avx2(const float* p, int64_t ld_p, cons
   if (d < head_dim) accumulate_slice_avx2<kRows, 1>(p, ld_p, correction, runs, n_runs, stride, head_dim, d, acc);
 }
 
+template <typename KvT>
 TESSERA_AVX2_INLINE void accumulate_pass_avx2(int32_t rows, const float* p, int64_t ld_p, const float* correction,
-                                              const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                              const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride,
+                                              int32_t head_dim,
                                               float* acc) {
   switch (rows) {
-    case 1: return accumulate_pass_avx2<1>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 2: return accumulate_pass_avx2<2>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    case 3: return accumulate_pass_avx2<3>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
-    default: return accumulate_pass_avx2<4>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 1: return accumulate_pass_avx2<1, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 2: return accumulate_pass_avx2<2, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    case 3: return accumulate_pass_avx2<3, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
+    default: return accumulate_pass_avx2<4, KvT>(p, ld_p, correction, runs, n_runs, stride, head_dim, acc);
   }
 }
 
-TESSERA_AVX2 void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
-                                        const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
-                                        float* acc) {
+template <typename KvT>
+TESSERA_AVX2_INLINE void accumulate_group_avx2_any(const float* p, int64_t ld_p, int32_t n_rows,
+                                                   const float* correction, const ValueRunOf<KvT>* runs,
+                                                   int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
   for (int32_t g = 0; g < n_rows; g += kAvx2PassRows) {
     accumulate_pass_avx2(std::min(kAvx2PassRows, n_rows - g), p + g * ld_p, ld_p, correction + g, runs, n_runs, stride,
                          head_dim, acc + static_cast<int64_t>(g) * head_dim);
   }
+}
+TESSERA_AVX2 void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                                        const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                        float* acc) {
+  accumulate_group_avx2_any(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+}
+TESSERA_AVX2 void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                                        const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
+                                        float* acc) {
+  accumulate_group_avx2_any(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
 }
 
 // Online softmax with explicit vectors. GCC keeps the portable loop of
@@ -530,7 +589,14 @@ TESSERA_AVX2 float softmax_update_avx2(float* __restrict s, int32_t n, float* m,
 }
 
 bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
-bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+// Not every compiler knows "f16c" as a __builtin_cpu_supports name: CPUID leaf 1, ECX bit 29.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+bool cpu_has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+}
 
 }  // namespace tessera::plugins::paged_attention::x86
 

@@ -16,12 +16,18 @@
 namespace tessera::plugins::paged_attention::x86 {
 
 bool cpu_has_avx512();  // AVX-512 F
-bool cpu_has_avx2();    // AVX2 and FMA
+bool cpu_has_f16c();
+bool cpu_has_avx2();    // AVX2, FMA and F16C
 
 // group_scores for head_dim a multiple of 16 (AVX-512) or 8 (AVX2).
 void group_scores_avx512(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,
                          float* s, int32_t ld_s);
 void group_scores_avx2(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,
+                       float* s, int32_t ld_s);
+// The same on f16 K rows, widened in registers.
+void group_scores_avx512(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n,
+                         float* s, int32_t ld_s);
+void group_scores_avx2(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n,
                        float* s, int32_t ld_s);
 
 // softmax_update, any n >= 1.
@@ -33,6 +39,11 @@ void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const
                              const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
 void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                            const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
+// The same on f16 V rows, widened in registers.
+void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                             const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
+void accumulate_group_avx2(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                           const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc);
 
 }  // namespace tessera::plugins::paged_attention::x86
 
