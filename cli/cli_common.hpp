@@ -1,11 +1,11 @@
 // cli_common.hpp: what every `tessera` subcommand shares: exit codes, logging, errors.
 #pragma once
 
-#include <cxxopts.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cxxopts_include.hpp"
 #include "pipeline/pipeline.hpp"
 #include "tessera/status.hpp"
 

@@ -2,19 +2,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-// GCC 12 reports a -Wrestrict false positive inside cxxopts' integer parsing
-// (std::string assignment inlined from cxxopts.hpp) in this file only, where
-// integer options are parsed; the header is not ours to change.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-#include <cxxopts.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 #include "cli_common.hpp"
+#include "cxxopts_include.hpp"
 #include "engine/bench.hpp"
 #include "engine/session.hpp"
 

@@ -1,9 +1,9 @@
 // tessera inspect MODEL [--json]
 #include <fmt/format.h>
 
-#include <cxxopts.hpp>
 
 #include "cli_common.hpp"
+#include "cxxopts_include.hpp"
 #include "model/inspect.hpp"
 #include "model/model_file.hpp"
 

@@ -2,11 +2,11 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <cxxopts.hpp>
 #include <fstream>
 #include <sstream>
 
 #include "cli_common.hpp"
+#include "cxxopts_include.hpp"
 #include "engine/perplexity.hpp"
 #include "engine/session.hpp"
 

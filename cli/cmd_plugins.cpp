@@ -1,9 +1,9 @@
 // tessera plugins [--path DIR]... [--describe NAME]
 #include <fmt/format.h>
 
-#include <cxxopts.hpp>
 
 #include "cli_common.hpp"
+#include "cxxopts_include.hpp"
 #include "pipeline/param_parse.hpp"
 #include "pipeline/pipeline.hpp"
 #include "plugin/registry.hpp"

@@ -2,12 +2,12 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <cxxopts.hpp>
 #include <fstream>
 
 #include "batch_requests.hpp"
 #include "batch_run.hpp"
 #include "cli_common.hpp"
+#include "cxxopts_include.hpp"
 #include "engine/session.hpp"
 #include "pipeline/pipeline.hpp"
 #include "plugin/registry.hpp"

@@ -41,7 +41,11 @@ GgufWriter tiny_llama(bool with_output = true, int vocab_tokens = kVocab) {
   w.set_f32("llama.rope.freq_base", 500000.0f);
   w.set_string("tokenizer.ggml.model", "gpt2");
   std::vector<std::string> tokens;
-  for (int i = 0; i < vocab_tokens; ++i) tokens.push_back("t" + std::to_string(i));
+  for (int i = 0; i < vocab_tokens; ++i) {
+    std::string token = "t";  // not "t" + to_string(i): a GCC 12 -Wrestrict false positive
+    token += std::to_string(i);
+    tokens.push_back(token);
+  }
   w.set_string_array("tokenizer.ggml.tokens", tokens);
   w.set_u32("tokenizer.ggml.bos_token_id", 1);
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
