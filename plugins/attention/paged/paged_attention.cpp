@@ -113,6 +113,12 @@ void prefetch_bytes(const char* first, size_t bytes) {
   __builtin_prefetch(first + bytes - 1, 0, 2);  // a slice need not start on a line
 }
 
+// Index of query vector (KV head h of the task, row r, head g of its group)
+// in the scratch (Scratch::q, acc, m, l).
+int64_t vector_index(int32_t h, int32_t r, int32_t g, int32_t n_rows, int32_t group) {
+  return (static_cast<int64_t>(h) * n_rows + r) * group + g;
+}
+
 // One KV head's rows of a chunk, as consecutive runs: f32, or f16 read in
 // place by the f16 loops.
 template <typename KvT>
@@ -157,7 +163,7 @@ void attend_chunk(const AttentionArgs& a, const Task& task, const Scratch& w, in
     const int64_t visible = std::min(chunk_end, position + 1) - first;
     if (visible <= 0) continue;
     const auto n = static_cast<int32_t>(visible);
-    const int64_t vec0 = (static_cast<int64_t>(h) * n_rows + r) * group;  // as run_task's vec_index(h, r, 0)
+    const int64_t vec0 = vector_index(h, r, 0, n_rows, group);
     int32_t n_value_runs = 0;
     for (int32_t done = 0, i = 0; done < n; ++i) {
       const int32_t take = std::min(runs[i].n, n - done);
@@ -189,7 +195,7 @@ void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float*
   const int32_t n_rows = task.row_end - task.row_begin;
   const int32_t n_heads = task.kv_head_end - task.kv_head;
   const int32_t n_vec = n_heads * n_rows * group;
-  auto vec_index = [&](int32_t h, int32_t r, int32_t g) { return (static_cast<int64_t>(h) * n_rows + r) * group + g; };
+  auto vec_index = [&](int32_t h, int32_t r, int32_t g) { return vector_index(h, r, g, n_rows, group); };
   auto head_of = [&](int32_t h, int32_t g) { return static_cast<int64_t>(task.kv_head + h) * group + g; };
 
   for (int32_t h = 0; h < n_heads; ++h) {

@@ -124,12 +124,67 @@ TESSERA_PAGED_KERNELS(any, 0)
 }  // namespace
 
 
+namespace {
+
+// Whether an instruction set's explicit loops serve head_dim on this CPU
+// (generic: the portable loops, always).
+bool isa_fits(KernelIsa isa, int32_t head_dim) {
+  switch (isa) {
+    case KernelIsa::generic: return true;
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2: return kHasAvx2 && head_dim % 8 == 0;
+    case KernelIsa::avx512: return kHasAvx512 && head_dim % 16 == 0;
+#endif
+    default: (void)head_dim; return false;
+  }
+}
+
+// The explicit loops dispatch uses for head_dim: AVX-512, else AVX2, else
+// none (generic). The one rule for f32 and f16 rows.
+KernelIsa explicit_isa(int32_t head_dim) {
+  if (isa_fits(KernelIsa::avx512, head_dim)) return KernelIsa::avx512;
+  if (isa_fits(KernelIsa::avx2, head_dim)) return KernelIsa::avx2;
+  return KernelIsa::generic;
+}
+
+// Runs the explicit loop of `isa` (avx2 or avx512, which must fit); false
+// for generic. KvT: float or uint16_t (f16 bits), the x86 overloads.
+template <typename KvT>
+bool explicit_scores(KernelIsa isa, const float* q, int32_t n_q, const KvT* k, int64_t stride, int32_t head_dim,
+                     int32_t n, float* s, int32_t ld_s) {
+  switch (isa) {
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2: group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
+    case KernelIsa::avx512: group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
+#endif
+    default: (void)q, (void)n_q, (void)k, (void)stride, (void)head_dim, (void)n, (void)s, (void)ld_s; return false;
+  }
+}
+
+template <typename KvT>
+bool explicit_accumulate(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
+                         const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
+  switch (isa) {
+#ifdef TESSERA_PAGED_X86
+    case KernelIsa::avx2:
+      accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+    case KernelIsa::avx512:
+      accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+      return true;
+#endif
+    default:
+      (void)p, (void)ld_p, (void)n_rows, (void)correction, (void)runs, (void)n_runs, (void)stride, (void)head_dim,
+          (void)acc;
+      return false;
+  }
+}
+
+}  // namespace
+
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
                   int32_t ld_s) {
-#ifdef TESSERA_PAGED_X86
-  if (kHasAvx512 && head_dim % 16 == 0) return group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
-  if (kHasAvx2 && head_dim % 8 == 0) return group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
-#endif
+  if (explicit_scores(explicit_isa(head_dim), q, n_q, k, stride, head_dim, n, s, ld_s)) return;
   switch (head_dim) {
     case 64: return group_scores_d64(q, n_q, k, stride, head_dim, n, s, ld_s);
     case 128: return group_scores_d128(q, n_q, k, stride, head_dim, n, s, ld_s);
@@ -139,20 +194,11 @@ void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, i
 
 bool group_scores_on(KernelIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
                      int32_t n, float* s, int32_t ld_s) {
-  switch (isa) {
-    case KernelIsa::generic: group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
-#ifdef TESSERA_PAGED_X86
-    case KernelIsa::avx2:
-      if (!kHasAvx2 || head_dim % 8 != 0) return false;
-      group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
-      return true;
-    case KernelIsa::avx512:
-      if (!kHasAvx512 || head_dim % 16 != 0) return false;
-      group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
-      return true;
-#endif
-    default: return false;
+  if (isa == KernelIsa::generic) {
+    group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s);
+    return true;
   }
+  return isa_fits(isa, head_dim) && explicit_scores(isa, q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 float softmax_update(float* s, int32_t n, float* m, float* l) {
@@ -203,106 +249,43 @@ void accumulate_rows_one_by_one(const float* p, int64_t ld_p, int32_t n_rows, co
 
 void accumulate_group(const float* p, int64_t ld_p, int32_t n_rows, const float* correction, const ValueRun* runs,
                       int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
-#ifdef TESSERA_PAGED_X86
-  if (kHasAvx512 && head_dim % 16 == 0) {
-    return accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-  }
-  if (kHasAvx2 && head_dim % 8 == 0) {
-    return accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-  }
-#endif
+  if (explicit_accumulate(explicit_isa(head_dim), p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc))
+    return;
   accumulate_rows_one_by_one(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
 }
 
 bool accumulate_group_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                          const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
-  switch (isa) {
-    case KernelIsa::generic:
-      accumulate_rows_one_by_one(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-      return true;
-#ifdef TESSERA_PAGED_X86
-    case KernelIsa::avx2:
-      if (!kHasAvx2 || head_dim % 8 != 0) return false;
-      accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-      return true;
-    case KernelIsa::avx512:
-      if (!kHasAvx512 || head_dim % 16 != 0) return false;
-      accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-      return true;
-#endif
-    default: return false;
+  if (isa == KernelIsa::generic) {
+    accumulate_rows_one_by_one(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
+    return true;
   }
+  return isa_fits(isa, head_dim) &&
+         explicit_accumulate(isa, p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
 }
 
-bool has_f16_loops(int32_t head_dim) {
-#ifdef TESSERA_PAGED_X86
-  return (kHasAvx512 && head_dim % 16 == 0) || (kHasAvx2 && head_dim % 8 == 0);
-#else
-  (void)head_dim;
-  return false;
-#endif
-}
+bool has_f16_loops(int32_t head_dim) { return explicit_isa(head_dim) != KernelIsa::generic; }
 
 void group_scores_f16(const float* q, int32_t n_q, const uint16_t* k, int64_t stride, int32_t head_dim, int32_t n,
                       float* s, int32_t ld_s) {
-#ifdef TESSERA_PAGED_X86
-  if (kHasAvx512 && head_dim % 16 == 0) return group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
-  if (kHasAvx2 && head_dim % 8 == 0) return group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
-#endif
-  (void)q, (void)n_q, (void)k, (void)stride, (void)head_dim, (void)n, (void)s, (void)ld_s;  // callers check has_f16_loops
+  explicit_scores(explicit_isa(head_dim), q, n_q, k, stride, head_dim, n, s, ld_s);  // callers check has_f16_loops
 }
 
 void accumulate_group_f16(const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                           const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
-#ifdef TESSERA_PAGED_X86
-  if (kHasAvx512 && head_dim % 16 == 0) {
-    return accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-  }
-  if (kHasAvx2 && head_dim % 8 == 0) {
-    return accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-  }
-#endif
-  (void)p, (void)ld_p, (void)n_rows, (void)correction, (void)runs, (void)n_runs, (void)stride, (void)head_dim,
-      (void)acc;  // callers check has_f16_loops
+  explicit_accumulate(explicit_isa(head_dim), p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim,
+                      acc);  // callers check has_f16_loops
 }
 
 bool group_scores_f16_on(KernelIsa isa, const float* q, int32_t n_q, const uint16_t* k, int64_t stride,
                          int32_t head_dim, int32_t n, float* s, int32_t ld_s) {
-  switch (isa) {
-#ifdef TESSERA_PAGED_X86
-    case KernelIsa::avx2:
-      if (!kHasAvx2 || head_dim % 8 != 0) return false;
-      group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s);
-      return true;
-    case KernelIsa::avx512:
-      if (!kHasAvx512 || head_dim % 16 != 0) return false;
-      group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s);
-      return true;
-#endif
-    default:
-      (void)q, (void)n_q, (void)k, (void)stride, (void)head_dim, (void)n, (void)s, (void)ld_s;
-      return false;
-  }
+  return isa_fits(isa, head_dim) && explicit_scores(isa, q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 bool accumulate_group_f16_on(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                              const ValueRunF16* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
-  switch (isa) {
-#ifdef TESSERA_PAGED_X86
-    case KernelIsa::avx2:
-      if (!kHasAvx2 || head_dim % 8 != 0) return false;
-      accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-      return true;
-    case KernelIsa::avx512:
-      if (!kHasAvx512 || head_dim % 16 != 0) return false;
-      accumulate_group_avx512(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
-      return true;
-#endif
-    default:
-      (void)p, (void)ld_p, (void)n_rows, (void)correction, (void)runs, (void)n_runs, (void)stride, (void)head_dim,
-          (void)acc;
-      return false;
-  }
+  return isa_fits(isa, head_dim) &&
+         explicit_accumulate(isa, p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
 }
 
 }  // namespace tessera::plugins::paged_attention
