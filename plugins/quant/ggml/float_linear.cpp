@@ -1,4 +1,4 @@
-// float_linear.cpp: f32-domain driver for plain-float and K-quant weights.
+// float_linear.cpp: f32-domain driver for plain-float and block-format weights.
 #include "float_linear.hpp"
 
 #include <omp.h>
@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kMinParallelBytes = 32 * 1024;  // as in quant_linear.cpp
 constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
 
-bool is_k_quant(DType t) { return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k; }
+bool is_plain_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 }  // namespace
 
@@ -33,10 +33,10 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();
-    FloatDotFn dot = k.f32;  // K-quant rows are dequantized to f32 first
+    FloatDotFn dot = k.f32;  // block-format rows are dequantized to f32 first
     if (type_ == DType::f16) dot = k.f16;
     if (type_ == DType::bf16) dot = k.bf16;
-    const bool dequantize = is_k_quant(type_);
+    const bool dequantize = !is_plain_float(type_);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;
     if (dequantize) {

@@ -1,7 +1,8 @@
 // float_linear.hpp: y = x·Wᵀ (+ b) computed in f32, for weights stored as
-// f32/f16/bf16 (converted on the fly inside the SIMD dot) and for the K-quants
-// (Q4_K/Q5_K/Q6_K: each weight row is dequantized to f32, then dotted with
-// every activation row of the chunk).
+// f32/f16/bf16 (converted on the fly inside the SIMD dot) and for block
+// formats (the K-quants always; Q4_0/Q4_1/Q8_0 when the plugin's activations
+// = "f32"): each weight row is dequantized to f32, then dotted with every
+// activation row of the chunk.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // ggml_quantizer.cpp: the "ggml" quant plugin: executes GGUF block formats and
 // plain float weights, and exports the library's single entry.
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,13 @@ namespace {
 
 class GgmlQuantizer final : public Quantizer {
  public:
-  explicit GgmlQuantizer(const ParamValues& /*params: none declared*/) {}
+  // activations = "q8": the Q4_0/Q4_1/Q8_0 products quantize each activation
+  // block to 8 bits and multiply in integers (llama.cpp's arithmetic, the
+  // fast path). "f32": they dequantize each weight row and multiply in f32,
+  // the exact product of the stored weights; for checking the model against
+  // an f32 reference engine (tools/f32-reference), several times slower.
+  explicit GgmlQuantizer(const ParamValues& params)
+      : f32_activations_(params.has("activations") && params.get_string("activations") == "f32") {}
 
   std::vector<std::string> formats() const override { return supported_formats(); }
 
@@ -40,7 +47,7 @@ class GgmlQuantizer final : public Quantizer {
         b.resize(static_cast<size_t>(out));
         dequantize_row(bias_type, bias->data, b.data(), out);
       }
-      if (type == DType::q4_0 || type == DType::q4_1 || type == DType::q8_0) {
+      if (!f32_activations_ && (type == DType::q4_0 || type == DType::q4_1 || type == DType::q8_0)) {
         return std::unique_ptr<Linear>(std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b)));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
@@ -67,6 +74,15 @@ class GgmlQuantizer final : public Quantizer {
       return Status::Ok();
     });
   }
+
+ private:
+  bool f32_activations_;
+};
+
+constexpr ParamSpec kGgmlParams[] = {
+    param_string("activations", "\"q8\"", "q8|f32",
+                 "q8: Q4_0/Q4_1/Q8_0 products quantize activations per block to 8 bits (fast, llama.cpp's "
+                 "arithmetic); f32: exact f32 products of the dequantized weights (slow, for reference checks)"),
 };
 
 const PluginLibrary* ggml_quant_entry() {
@@ -75,8 +91,8 @@ const PluginLibrary* ggml_quant_entry() {
       "ggml",
       "0.1.0",
       "GGUF block formats (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
-      nullptr,
-      0,
+      kGgmlParams,
+      std::size(kGgmlParams),
       &make_plugin<GgmlQuantizer>,
   }};
   static const PluginLibrary library{kAbiMajor, kAbiMinor, plugins, 1};

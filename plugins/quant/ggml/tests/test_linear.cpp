@@ -145,6 +145,40 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
   }
 }
 
+// The f32 path on Q4_0/Q4_1/Q8_0 (the plugin's activations = "f32"): weight
+// rows dequantized, activations kept in f32, so only the summation order
+// separates it from the reference (1e-5 * sum |w_i x_i|).
+TEST_P(LinearLevel, FloatPathOnBlockFormatsIsTheExactProduct) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  testing::ScopedLevel level(GetParam());
+  ASSERT_TRUE(level.ok());
+  constexpr int64_t kOut = 67;
+  for (const Case& c : {Case{DType::q4_0, 96}, Case{DType::q4_1, 576}, Case{DType::q8_0, 160}}) {
+    const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
+    std::vector<float> wf(kOut * c.in);
+    for (int64_t r = 0; r < kOut; ++r)
+      ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
+    FloatLinear linear(w.data(), c.type, kOut, c.in, {});
+    for (int64_t n : {1, 17, 40}) {  // 40: two activation chunks, each dequantizing the rows again
+      const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 13 + c.in), 1.5f);
+      std::vector<float> y(n * kOut, NAN);
+      ASSERT_TRUE(linear.forward(x.data(), y.data(), n).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < kOut; ++r) {
+          double ref = 0, abs_sum = 0;
+          for (int64_t k = 0; k < c.in; ++k) {
+            const double p = static_cast<double>(wf[r * c.in + k]) * x[i * c.in + k];
+            ref += p;
+            abs_sum += std::fabs(p);
+          }
+          ASSERT_NEAR(y[i * kOut + r], ref, 1e-5 * abs_sum + 1e-6)
+              << dtype_name(c.type) << " n=" << n << " row " << i << " out " << r;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, LinearLevel, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_param_name);
 

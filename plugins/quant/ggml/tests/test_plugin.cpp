@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "reference.hpp"
@@ -84,6 +86,46 @@ TEST_F(PluginTest, LinearAndDequantizeRows) {
   dequantize_row_q8_0(w.data(), all.data(), kOut * kIn);
   for (int64_t i = 0; i < 3 * kIn; ++i) EXPECT_EQ(rows[i], all[2 * kIn + i]);
   for (int64_t r = 0; r < kOut; ++r) EXPECT_NEAR(y[r], kX * all[r * kIn] + 0.25f, 1e-6f);
+}
+
+TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
+  ASSERT_EQ(info_->param_count, 1u);
+  EXPECT_STREQ(info_->params[0].name, "activations");
+  EXPECT_STREQ(info_->params[0].default_value, "\"q8\"");
+
+  ParamValues exact_params;
+  exact_params.set("activations", std::string("f32"));
+  std::string error;
+  std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(exact_params, &error)));
+  ASSERT_NE(exact, nullptr) << error;
+
+  constexpr int64_t kOut = 24, kIn = 576;
+  const auto f = testing::random_floats(kOut * kIn, 5, 0.5f);
+  std::vector<BlockQ4_1> w(kOut * kIn / 32);
+  quantize_row_q4_1(f.data(), w.data(), kOut * kIn);
+  std::vector<float> wf(kOut * kIn);
+  dequantize_row_q4_1(w.data(), wf.data(), kOut * kIn);
+  const TensorRef weight = make_ref("blk.0.ffn_up.weight", DType::q4_1, "ggml.q4_1", kOut, kIn, w.data());
+  const auto x = testing::random_floats(kIn, 6, 1.5f);
+
+  auto fast = quantizer_->make_linear(weight, nullptr);
+  auto precise = exact->make_linear(weight, nullptr);
+  ASSERT_TRUE(fast.ok() && precise.ok());
+  std::vector<float> y_fast(kOut), y_precise(kOut);
+  ASSERT_TRUE((*fast)->forward(x.data(), y_fast.data(), 1).ok());
+  ASSERT_TRUE((*precise)->forward(x.data(), y_precise.data(), 1).ok());
+  double worst_fast = 0;
+  for (int64_t r = 0; r < kOut; ++r) {
+    double ref = 0, abs_sum = 0;
+    for (int64_t k = 0; k < kIn; ++k) {
+      ref += static_cast<double>(wf[r * kIn + k]) * x[k];
+      abs_sum += std::fabs(static_cast<double>(wf[r * kIn + k]) * x[k]);
+    }
+    EXPECT_NEAR(y_precise[r], ref, 1e-5 * abs_sum) << "row " << r;
+    worst_fast = std::max(worst_fast, std::fabs(y_fast[r] - ref) / abs_sum);
+  }
+  // The default quantizes x to 8 bits per block: off by far more than f32 rounding.
+  EXPECT_GT(worst_fast, 1e-4);
 }
 
 TEST_F(PluginTest, ErrorsNameTheTensor) {
