@@ -72,9 +72,17 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
   if (!tokenizer.ok()) return tokenizer.status();
   s->tokenizer_ = std::make_unique<tok::Tokenizer>(std::move(tokenizer).value());
 
-  // Every quant plugin found, in search order: the first to declare a format runs it.
+  // Every quant plugin found, in search order: the first to declare a format
+  // runs it. The one [quant] names comes first, with the pipeline's parameters.
   std::vector<std::shared_ptr<Quantizer>> quantizers;
+  if (pipeline.quant) {
+    auto q = registry.create<Quantizer>(*pipeline.quant->plugin, pipeline.quant->params);
+    if (!q.ok()) return q.status();
+    quantizers.push_back(*q);
+    s->keep_alive_.push_back(*q);
+  }
   for (const LoadedPlugin* p : registry.plugins(PluginFamily::quant)) {
+    if (pipeline.quant && p == pipeline.quant->plugin) continue;
     auto params = default_params(*p->info);
     if (!params.ok()) return params.status();
     auto q = registry.create<Quantizer>(*p, *params);

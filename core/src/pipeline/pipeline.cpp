@@ -1,5 +1,6 @@
 #include "pipeline/pipeline.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -59,6 +60,9 @@ constexpr PluginSectionDef kPluginSections[] = {
     {"attention", PluginFamily::attention, "paged"},  // fastest on CPU for decode and prefill (docs/paged-kv.md)
     {"decoding", PluginFamily::decoding, "greedy"},
 };
+
+// [quant], when present, names this plugin unless it says otherwise.
+constexpr const char* kDefaultQuantPlugin = "ggml";
 
 std::string where(const std::string& source, const toml::source_region& region) {
   if (region.begin.line == 0) return source;
@@ -128,7 +132,7 @@ class SectionValidator {
     for (const auto& def : kPluginSections) {
       if (section == def.name) return true;
     }
-    return section == "arch";
+    return section == "arch" || section == "quant";
   }
 
  private:
@@ -239,7 +243,8 @@ Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& s
   }
 
   // Every top-level key must be a known section.
-  std::vector<std::string> known = {"model", "run", "sampling", "plugins", "kvcache", "attention", "decoding", "arch"};
+  std::vector<std::string> known = {"model",     "run",      "sampling", "plugins", "kvcache",
+                                    "attention", "decoding", "arch",     "quant"};
   for (const auto& [key, node] : doc) {
     if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
       return InvalidArgument(fmt::format("{}: unknown section '{}'; valid sections: {}", where(source_name, key.source()),
@@ -309,6 +314,16 @@ Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& s
   } else if (doc.get("arch") != nullptr) {
     return InvalidArgument(fmt::format("{}: [arch] is only valid when [model] arch names a plugin (it is \"auto\")",
                                        where(source_name, doc.get("arch")->source())));
+  }
+
+  // [quant] is optional: without it every quant plugin runs with its defaults.
+  const bool quant_named = doc.get("quant") != nullptr ||
+                           std::any_of(overrides.begin(), overrides.end(),
+                                       [](const PipelineOverride& o) { return o.section == "quant"; });
+  if (quant_named) {
+    PluginSelection selection;
+    TESSERA_RETURN_IF_ERROR(plugin_section("quant", PluginFamily::quant, kDefaultQuantPlugin, &selection));
+    p.quant = std::move(selection);
   }
   return p;
 }

@@ -2,7 +2,8 @@
 //
 // Every section and key is checked against a declaration: the core declares
 // [model], [run], [sampling] and [plugins]; the plugin named in [kvcache],
-// [attention], [decoding] (and [arch], when [model] arch names one) declares
+// [attention], [decoding] (and [arch], when [model] arch names one; [quant],
+// when present) declares
 // the rest of its section. Errors name file:line:column and the key, and list
 // the valid choices. docs/pipelines.md documents every key.
 #pragma once
@@ -45,6 +46,9 @@ struct Pipeline {
   PluginSelection attention;
   PluginSelection decoding;
   std::optional<PluginSelection> arch; // set when [model] arch names a plugin (not "auto")
+  // Set when the file has [quant] (or --set quant.KEY): that quant plugin,
+  // with its parameters, runs the formats it declares before any other.
+  std::optional<PluginSelection> quant;
 };
 
 // The core's own sections' declarations (for docs and `tessera plugins --describe`).

@@ -13,7 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The fixture folder holds a decoding plugin "fixture_fixed" and the
-// declaration-only "fixture_kv" and "fixture_attn".
+// declaration-only "fixture_kv", "fixture_attn" and "fixture_quant".
 class PipelineTest : public ::testing::Test {
  protected:
   void SetUp() override { registry_.scan({fs::path(TESSERA_FIXTURE_DIR) / "first"}); }
@@ -44,6 +44,7 @@ TEST_F(PipelineTest, AValidPipelineIsWiredWithDefaultsFilledIn) {
   EXPECT_EQ(r->kvcache.params.get_int("memory"), 64ll << 20);
   EXPECT_EQ(r->decoding.params.get_int("token"), 7);
   EXPECT_FALSE(r->arch.has_value());
+  EXPECT_FALSE(r->quant.has_value());  // no [quant]: every quant plugin with its defaults
 }
 
 TEST_F(PipelineTest, PluginParametersAreValidatedAndPathsResolved) {
@@ -182,6 +183,33 @@ TEST_F(PipelineTest, ArchSectionOnlyWithANamedArchitecture) {
   auto named = parse(text(""), {{"model", "arch", "\"mamba\""}});
   ASSERT_FALSE(named.ok());
   EXPECT_NE(message(named).find("unknown arch plugin 'mamba'"), std::string::npos) << message(named);
+}
+
+TEST_F(PipelineTest, QuantSectionNamesAPluginAndValidatesItsKeys) {
+  auto r = parse(text("[quant]\nplugin = \"fixture_quant\"\nactivations = \"f32\"\n"));
+  ASSERT_TRUE(r.ok()) << message(r);
+  ASSERT_TRUE(r->quant.has_value());
+  EXPECT_EQ(r->quant->plugin->info->name, std::string("fixture_quant"));
+  EXPECT_EQ(r->quant->params.get_string("activations"), "f32");
+
+  auto by_override = parse(text(""), {{"quant", "plugin", "fixture_quant"}, {"quant", "activations", "f32"}});
+  ASSERT_TRUE(by_override.ok()) << message(by_override);
+  ASSERT_TRUE(by_override->quant.has_value());
+  EXPECT_EQ(by_override->quant->params.get_string("activations"), "f32");
+
+  auto bad_choice = parse(text("[quant]\nplugin = \"fixture_quant\"\nactivations = \"int4\"\n"));
+  ASSERT_FALSE(bad_choice.ok());
+  EXPECT_NE(message(bad_choice).find("test.toml:"), std::string::npos) << message(bad_choice);
+  EXPECT_NE(message(bad_choice).find("activations"), std::string::npos) << message(bad_choice);
+
+  auto unknown_key = parse(text("[quant]\nplugin = \"fixture_quant\"\nbits = 4\n"));
+  ASSERT_FALSE(unknown_key.ok());
+  EXPECT_NE(message(unknown_key).find("unknown key 'bits'"), std::string::npos) << message(unknown_key);
+
+  // Without a plugin key [quant] means "ggml", which the fixture folder lacks.
+  auto missing = parse(text("[quant]\nactivations = \"f32\"\n"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(message(missing).find("unknown quant plugin 'ggml'"), std::string::npos) << message(missing);
 }
 
 TEST(PipelineFile, MissingFileAndDirectoryAreClearErrors) {
