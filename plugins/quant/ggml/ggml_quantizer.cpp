@@ -9,6 +9,7 @@
 #include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
+#include "weight_arena.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
 
@@ -48,7 +49,8 @@ class GgmlQuantizer final : public Quantizer {
         dequantize_row(bias_type, bias->data, b.data(), out);
       }
       if (!f32_activations_ && (type == DType::q4_0 || type == DType::q4_1 || type == DType::q8_0)) {
-        return std::unique_ptr<Linear>(std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b)));
+        return std::unique_ptr<Linear>(
+            std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
     } catch (const std::exception& e) {
@@ -77,6 +79,7 @@ class GgmlQuantizer final : public Quantizer {
 
  private:
   bool f32_activations_;
+  WeightArena arena_;  // repacked weights of every Linear made here, in 2 MiB pages
 };
 
 constexpr ParamSpec kGgmlParams[] = {

@@ -34,7 +34,7 @@ QuantTileFn tile_for(const KernelTable& k, DType type) {
 }  // namespace
 
 QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-                         std::vector<float> bias, bool repack)
+                         std::vector<float> bias, bool repack, WeightArena* arena)
     : weights_(static_cast<const uint8_t*>(weights)),
       type_(type),
       out_(out_features),
@@ -49,16 +49,18 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
-  repacked_ = HostBuffer(static_cast<size_t>(repacked_rows_) * row_bytes_);
+  const size_t bytes = static_cast<size_t>(repacked_rows_) * row_bytes_;
+  repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
+  std::byte* dst = repacked_.data;
   const bool wide = group_rows_ == kWideRepackRows;
   if (type == DType::q4_1) {
     const auto* rows = reinterpret_cast<const BlockQ4_1*>(weights_);
-    if (wide) repack_q4_1x16(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x16>());
-    else repack_q4_1x8(rows, repacked_rows_, nb, repacked_.as<BlockQ4_1x8>());
+    if (wide) repack_q4_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x16*>(dst));
+    else repack_q4_1x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x8*>(dst));
   } else {
     const auto* rows = reinterpret_cast<const BlockQ8_0*>(weights_);
-    if (wide) repack_q8_0x16(rows, repacked_rows_, nb, repacked_.data());
-    else repack_q8_0x8(rows, repacked_rows_, nb, repacked_.as<BlockQ8_0x8>());
+    if (wide) repack_q8_0x16(rows, repacked_rows_, nb, dst);
+    else repack_q8_0x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ8_0x8*>(dst));
   }
 }
 
@@ -76,7 +78,7 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
   const QuantTileFn tile = tile_for(k, type_);
   int64_t r = r0;
   for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
-    group(repacked_.data() + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
+    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {

@@ -10,6 +10,7 @@
 #include "kernels.hpp"
 #include "tessera/linear.hpp"
 #include "tessera/tensor.hpp"
+#include "weight_arena.hpp"
 
 namespace tessera::ggml {
 
@@ -21,8 +22,10 @@ class QuantLinear final : public Linear {
   // 16-row kernels (AVX-512 VNNI), else 8, into the interleaved layouts of
   // blocks.hpp (same size; faster kernels). Rows past the last whole group and
   // the other formats use the ggml layout in place.
+  // `arena`: where the repacked rows go (the plugin's, shared by its Linears
+  // so they fill 2 MiB pages); nullptr: a chunk of this Linear's own.
   QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-              std::vector<float> bias, bool repack = true);
+              std::vector<float> bias, bool repack = true, WeightArena* arena = nullptr);
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
@@ -55,7 +58,7 @@ class QuantLinear final : public Linear {
   size_t row_bytes_;
   std::vector<float> bias_;
   int64_t group_rows_ = kRepackRows;  // rows per repacked group: 8 or 16
-  HostBuffer repacked_;          // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
+  WeightArena::Slice repacked_;  // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
   int64_t repacked_rows_ = 0;    // rows held in repacked_
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
   std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32, 128 * sum(q) (repacked path)
