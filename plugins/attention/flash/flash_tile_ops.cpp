@@ -3,19 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-// Runtime dispatch without a global -march: GCC and clang compile each marked
-// function for AVX-512, Haswell (AVX2 + FMA) and baseline x86-64 and pick one when the library
-// loads, so the plugin never runs an instruction the CPU lacks.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define TESSERA_SIMD_CLONES
-#endif
+#include "tessera/simd_clones.hpp"
 
 namespace tessera::plugins::flash {
-// The clones live in an anonymous namespace: GCC gives the ifunc resolver of an
-// external target_clones function default visibility despite
-// -fvisibility=hidden, and a plugin must export nothing but its entry. The
+// The clones live in an anonymous namespace (tessera/simd_clones.hpp); the
 // public functions at the end forward to them.
 namespace {
 

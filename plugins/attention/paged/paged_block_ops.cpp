@@ -6,19 +6,10 @@
 #include <limits>
 
 #include "paged_block_ops_x86.hpp"
-
-// Runtime dispatch without a global -march: each marked function is compiled
-// for AVX-512, Haswell (AVX2 + FMA) and baseline x86-64, one picked when the
-// library loads, so the plugin never runs an instruction the CPU lacks.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define TESSERA_SIMD_CLONES
-#endif
+#include "tessera/simd_clones.hpp"
 
 namespace tessera::plugins::paged_attention {
-// The clones stay in an anonymous namespace: GCC would give the ifunc resolver
-// of an external clone default visibility, and a plugin exports only its entry.
+// The clones stay in an anonymous namespace (tessera/simd_clones.hpp).
 namespace {
 
 // The loops, for a head_dim fixed at compile time (kDim > 0: the usual 64 and
