@@ -9,9 +9,9 @@
 #include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
-#include "weight_arena.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
+#include "weight_arena.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -22,7 +22,8 @@ class GgmlQuantizer final : public Quantizer {
   // block to 8 bits and multiply in integers (llama.cpp's arithmetic, the
   // fast path). "f32": they dequantize each weight row and multiply in f32,
   // the exact product of the stored weights; for checking the model against
-  // an f32 reference engine (tools/f32-reference), several times slower.
+  // an f32 reference engine (tools/f32-reference); on the default model decode
+  // is ~17 tok/s instead of ~300.
   explicit GgmlQuantizer(const ParamValues& params)
       : f32_activations_(params.has("activations") && params.get_string("activations") == "f32") {}
 
