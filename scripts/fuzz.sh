@@ -5,7 +5,7 @@
 # The whole core is compiled with -fsanitize=fuzzer-no-link plus ASan/UBSan so
 # that libFuzzer sees coverage of the code under test; the targets themselves
 # get -fsanitize=fuzzer,address,undefined (fuzz/CMakeLists.txt). Seeds are
-# generated here (small valid GGUF and safetensors files) into
+# generated here (small valid GGUF, safetensors and pipeline files) into
 # build-fuzz/corpus/<target>/, together with any seeds committed under
 # fuzz/corpus/<name>/. Crashes land in build-fuzz/artifacts/<target>/ and make
 # the script fail; turn each into a regression test.
@@ -26,7 +26,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
 cmake --build "$build" --target tessera_fuzzers -j "$(nproc)"
 
 # Seeds: one minimal and one richer valid file of each format.
-mkdir -p "$build/corpus/fuzz_gguf" "$build/corpus/fuzz_safetensors"
+mkdir -p "$build/corpus/fuzz_gguf" "$build/corpus/fuzz_safetensors" "$build/corpus/fuzz_pipeline"
 python3 - "$build/corpus" <<'PY'
 import json, struct, sys, os
 out = sys.argv[1]
@@ -89,6 +89,23 @@ write(os.path.join(out, "fuzz_safetensors", "one.safetensors"), safetensors([("w
 write(os.path.join(out, "fuzz_safetensors", "mixed.safetensors"),
       safetensors([("a", "F16", [3], bytes(6)), ("b", "BF16", [1, 2], bytes(4)), ("c", "I8", [5], bytes(5)),
                    ("d", "U8", [1], bytes(1)), ("e", "I32", [2], bytes(8))], {"format": "pt"}))
+
+# Pipelines over the fixture plugins fuzz_pipeline loads (fuzz/CMakeLists.txt).
+fixtures = ('[kvcache]\nplugin = "fixture_kv"\n[attention]\nplugin = "fixture_attn"\n'
+            '[decoding]\nplugin = "fixture_fixed"\n')
+write(os.path.join(out, "fuzz_pipeline", "minimal.toml"), ('[model]\npath = "m.gguf"\n' + fixtures).encode())
+write(os.path.join(out, "fuzz_pipeline", "full.toml"), (
+    '[model]\npath = "models/m.gguf"\narch = "auto"\n'
+    '[run]\nprompt = "hi"\nprompts = ["a", "b"]\nmax_tokens = 16\nchat = true\nthreads = 2\ncontext = 512\n'
+    '[sampling]\ntemperature = 0.7\ntop_k = 40\ntop_p = 0.9\nmin_p = 0.05\nseed = 42\n'
+    '[plugins]\npaths = ["p"]\n'
+    '[kvcache]\nplugin = "fixture_kv"\nblock_size = 32\nmemory = "1GiB"\nswap_file = "s.bin"\n'
+    '[attention]\nplugin = "fixture_attn"\ntile = 64\n'
+    '[decoding]\nplugin = "fixture_fixed"\ntoken = 3\nratio = 0.25\nflag = true\nmode = "exact"\n'
+    'memory = "2MiB"\nfile = "f.txt"\n'
+    '[quant]\nplugin = "fixture_quant"\nactivations = "f32"\n').encode())
+write(os.path.join(out, "fuzz_pipeline", "override.toml"),
+      ('--set quant.activations=f32\n[model]\npath = "m.gguf"\n' + fixtures + '[quant]\nplugin = "fixture_quant"\n').encode())
 PY
 
 status=0
