@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/huge_pages.hpp"
 #include "backend/cpu/read_bandwidth.hpp"
 
 namespace tessera {
@@ -40,7 +41,9 @@ nlohmann::json BenchReport::to_json() const {
           {"ttft_ms", ttft_ms.to_json()},
           {"peak_rss_bytes", peak_rss_bytes},
           {"weight_bytes", weight_bytes},
-          {"read_bytes_per_s", read_bytes_per_s}};
+          {"read_bytes_per_s", read_bytes_per_s},
+          {"huge_page_bytes", huge_page_bytes},
+          {"thp_mode", thp_mode}};
 }
 
 namespace {
@@ -107,6 +110,8 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
   report.decode_tokens_per_s = BenchStat::of(decode);
   report.ttft_ms = BenchStat::of(ttft);
   report.peak_rss_bytes = peak_rss_bytes();
+  report.huge_page_bytes = anon_huge_page_bytes();  // before the probe's buffer exists
+  report.thp_mode = transparent_huge_pages_mode();
   if (config.gen_tokens > 0 && config.measure_bandwidth) {
     report.read_bytes_per_s = measure_read_bandwidth(report.threads).bytes_per_s;
   }

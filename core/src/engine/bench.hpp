@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,10 @@ struct BenchReport {
   // The machine's read bandwidth measured right after the runs (gen_tokens > 0
   // and BenchConfig::measure_bandwidth): the roofline's denominator, now.
   double read_bytes_per_s = 0;
+  // This process's memory on transparent huge pages after the runs (the
+  // repacked weights ask for them), and the machine's THP mode ("" unknown).
+  uint64_t huge_page_bytes = 0;
+  std::string thp_mode;
   nlohmann::json to_json() const;
 };
 
