@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "dequantize_fast.hpp"
 #include "kernels.hpp"
 #include "reference.hpp"
 #include "row_split.hpp"
@@ -55,7 +56,7 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
         for (int64_t r = wr.begin; r < wr.end; ++r) {
           const void* w = weights_ + r * row_bytes_;
           if (dequantize) {
-            dequantize_row(type_, w, row, in_);
+            if (!dequantize_row_fast(type_, w, row, in_)) dequantize_row(type_, w, row, in_);
             w = row;
           }
           for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(w, x + i * in_, in_);

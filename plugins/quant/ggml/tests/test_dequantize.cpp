@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
+#include "dequantize_fast.hpp"
 #include "reference.hpp"
 #include "test_util.hpp"
 
@@ -152,6 +154,44 @@ TEST(Dequantize, ByDtypeDispatchAndUnknown) {
   ASSERT_TRUE(dequantize_row(DType::q8_0, &b, y, 32));
   EXPECT_EQ(y[1], 6.0f);
   EXPECT_FALSE(dequantize_row(DType::i32, &b, y, 1));
+}
+
+// The fast row dequantization (FloatLinear's f32 path) against the reference,
+// bit for bit, on random blocks of every format it handles: random quants and
+// random finite f16 scales and minimums (normal and subnormal, both signs).
+TEST(Dequantize, FastRowsAreTheReferenceBits) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  auto random_half = [&] {
+    uint16_t h;
+    do h = static_cast<uint16_t>(rng()); while ((h & 0x7C00) == 0x7C00);  // no inf or NaN
+    return h;
+  };
+  constexpr int64_t kN = 32 * 37;
+  std::vector<BlockQ4_0> q4_0(kN / 32);
+  std::vector<BlockQ4_1> q4_1(kN / 32);
+  std::vector<BlockQ8_0> q8_0(kN / 32);
+  for (size_t b = 0; b < q4_1.size(); ++b) {
+    q4_0[b].d = random_half();
+    q4_1[b].d = random_half();
+    q4_1[b].m = random_half();
+    q8_0[b].d = random_half();
+    for (auto& q : q4_0[b].qs) q = static_cast<uint8_t>(byte(rng));
+    for (auto& q : q4_1[b].qs) q = static_cast<uint8_t>(byte(rng));
+    for (auto& q : q8_0[b].qs) q = static_cast<int8_t>(byte(rng) - 128);
+  }
+  const struct {
+    DType type;
+    const void* data;
+  } cases[] = {{DType::q4_0, q4_0.data()}, {DType::q4_1, q4_1.data()}, {DType::q8_0, q8_0.data()}};
+  for (const auto& c : cases) {
+    std::vector<float> fast(kN, -1.0f), ref(kN, -2.0f);
+    ASSERT_TRUE(dequantize_row_fast(c.type, c.data, fast.data(), kN)) << dtype_name(c.type);
+    ASSERT_TRUE(dequantize_row(c.type, c.data, ref.data(), kN));
+    EXPECT_EQ(std::memcmp(fast.data(), ref.data(), kN * sizeof(float)), 0) << dtype_name(c.type);
+  }
+  float y[32];
+  EXPECT_FALSE(dequantize_row_fast(DType::q4_k, q4_1.data(), y, 32));  // not handled: the caller falls back
 }
 
 }  // namespace
