@@ -16,8 +16,6 @@ namespace {
 constexpr uint64_t kMinParallelBytes = 32 * 1024;  // as in quant_linear.cpp
 constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
 
-bool is_plain_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
-
 }  // namespace
 
 FloatLinear::FloatLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
@@ -37,7 +35,7 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     FloatDotFn dot = k.f32;  // block-format rows are dequantized to f32 first
     if (type_ == DType::f16) dot = k.f16;
     if (type_ == DType::bf16) dot = k.bf16;
-    const bool dequantize = !is_plain_float(type_);
+    const bool dequantize = is_block_format(type_);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;
     if (dequantize) {
