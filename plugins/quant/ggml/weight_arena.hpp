@@ -4,16 +4,19 @@
 // Decode streams every weight once per token. On 4 KiB pages the default
 // model's 96 MB are ~24k pages per token: each one a TLB miss and a point
 // where the hardware prefetchers stop and restart. QuantLinear therefore
-// carves its repacked weights out of large 2 MiB-aligned chunks advised
-// MADV_HUGEPAGE, which Linux backs with transparent huge pages when THP is
-// "always" or "madvise" (Debian's default is "madvise"). Measured on the
-// default model: decode +13-18% (docs/kernels.md). Where THP is "never", or on
-// another OS, the chunks are ordinary memory and nothing else changes.
+// carves its repacked weights out of large chunks made by
+// HostBuffer::huge_pages (2 MiB-aligned, advised MADV_HUGEPAGE), which Linux
+// backs with transparent huge pages when THP is "always" or "madvise"
+// (Debian's default is "madvise"). Measured on the default model: decode
+// +13-18% (docs/kernels.md). Where THP is "never", or on another OS, the
+// chunks are ordinary memory and nothing else changes.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+
+#include "tessera/tensor.hpp"
 
 namespace tessera::ggml {
 
@@ -32,7 +35,7 @@ class WeightArena {
   // Linear made outside any arena.
   static Slice allocate_alone(size_t bytes);
 
-  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kHugePage = HostBuffer::kHugePage;
   static constexpr size_t kChunkBytes = size_t{16} << 20;  // a slice larger than this gets a chunk of its own
 
  private:

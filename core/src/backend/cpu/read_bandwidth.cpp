@@ -4,12 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <memory>
+#include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "tessera/tensor.hpp"
 
 namespace tessera {
 
@@ -22,14 +19,13 @@ ReadBandwidth measure_read_bandwidth(int threads, uint64_t buffer_bytes, int pas
   if (words == 0) return r;
   // Written once by the threads that will read it, so first-touch places the
   // pages near them; the values only have to defeat dead-code elimination.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t allocated = (r.buffer_bytes + kHugePage - 1) / kHugePage * kHugePage;
-  std::unique_ptr<void, void (*)(void*)> buffer(std::aligned_alloc(kHugePage, allocated), std::free);
-  if (buffer == nullptr) return r;  // no memory: no figure (bytes_per_s 0)
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  (void)madvise(buffer.get(), allocated, MADV_HUGEPAGE);  // advice only
-#endif
-  auto* data = static_cast<uint64_t*>(buffer.get());
+  HostBuffer buffer;
+  try {
+    buffer = HostBuffer::huge_pages(r.buffer_bytes);  // like the repacked weights
+  } catch (const std::bad_alloc&) {
+    return r;  // no memory: no figure (bytes_per_s 0)
+  }
+  auto* data = buffer.as<uint64_t>();
 #pragma omp parallel for schedule(static) num_threads(r.threads)
   for (uint64_t i = 0; i < words; ++i) data[i] = i;
 
