@@ -75,20 +75,19 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
   // Every quant plugin found, in search order: the first to declare a format
   // runs it. The one [quant] names comes first, with the pipeline's parameters.
   std::vector<std::shared_ptr<Quantizer>> quantizers;
-  if (pipeline.quant) {
-    auto q = registry.create<Quantizer>(*pipeline.quant->plugin, pipeline.quant->params);
+  auto add_quantizer = [&](const LoadedPlugin& plugin, const ParamValues& params) -> Status {
+    auto q = registry.create<Quantizer>(plugin, params);
     if (!q.ok()) return q.status();
     quantizers.push_back(*q);
     s->keep_alive_.push_back(*q);
-  }
+    return Status::Ok();
+  };
+  if (pipeline.quant) TESSERA_RETURN_IF_ERROR(add_quantizer(*pipeline.quant->plugin, pipeline.quant->params));
   for (const LoadedPlugin* p : registry.plugins(PluginFamily::quant)) {
     if (pipeline.quant && p == pipeline.quant->plugin) continue;
     auto params = default_params(*p->info);
     if (!params.ok()) return params.status();
-    auto q = registry.create<Quantizer>(*p, *params);
-    if (!q.ok()) return q.status();
-    quantizers.push_back(*q);
-    s->keep_alive_.push_back(*q);
+    TESSERA_RETURN_IF_ERROR(add_quantizer(*p, *params));
   }
   auto attention = registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params);
   if (!attention.ok()) return attention.status();
