@@ -22,11 +22,7 @@ void expect_ordered(const BenchStat& s, const char* name) {
 
 TEST(Bench, ReportsEveryFigureAndTheRoofline) {
   TESSERA_OPEN_OR_SKIP(session, (std::vector<PipelineOverride>{{"run", "context", "512"}}));
-  BenchConfig config;
-  config.prompt_tokens = 16;
-  config.gen_tokens = 8;
-  config.repeat = 3;
-  auto r = run_bench(*session, config);
+  auto r = run_bench(*session, BenchConfig{.prompt_tokens = 16, .gen_tokens = 8, .repeat = 3});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->threads, 2);
   expect_ordered(r->prefill_tokens_per_s, "prefill");
@@ -55,11 +51,7 @@ TEST(Bench, ReportsEveryFigureAndTheRoofline) {
 
 TEST(Bench, PrefillOnlyMeasuresNoDecodeAndNoBandwidth) {
   TESSERA_OPEN_OR_SKIP(session, (std::vector<PipelineOverride>{{"run", "context", "512"}}));
-  BenchConfig config;
-  config.prompt_tokens = 64;
-  config.gen_tokens = 0;
-  config.repeat = 2;
-  auto r = run_bench(*session, config);
+  auto r = run_bench(*session, BenchConfig{.prompt_tokens = 64, .gen_tokens = 0, .repeat = 2});
   ASSERT_TRUE(r.ok()) << r.status().message();
   expect_ordered(r->prefill_tokens_per_s, "prefill");
   EXPECT_EQ(r->decode_tokens_per_s.median, 0.0);
@@ -68,9 +60,7 @@ TEST(Bench, PrefillOnlyMeasuresNoDecodeAndNoBandwidth) {
 
 TEST(Bench, RefusesWorkBeyondTheContext) {
   TESSERA_OPEN_OR_SKIP(session, (std::vector<PipelineOverride>{{"run", "context", "512"}}));
-  BenchConfig config;
-  config.prompt_tokens = 500;
-  config.gen_tokens = 13;  // 513 > 512
+  BenchConfig config{.prompt_tokens = 500, .gen_tokens = 13};  // 513 > 512
   auto r = run_bench(*session, config);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);
@@ -83,13 +73,8 @@ TEST(Bench, BatchWorkloadCompletesEveryRequest) {
   TESSERA_OPEN_OR_SKIP(session, (std::vector<PipelineOverride>{{"run", "context", "512"},
                                                                {"kvcache", "plugin", "paged"},
                                                                {"kvcache", "memory", "\"64MiB\""}}));
-  BatchBenchConfig config;
-  config.requests = 4;
-  config.prompt_min = 8;
-  config.prompt_max = 24;
-  config.gen_min = 4;
-  config.gen_max = 8;
-  auto r = run_batch_bench(*session, config);
+  auto r = run_batch_bench(
+      *session, BatchBenchConfig{.requests = 4, .prompt_min = 8, .prompt_max = 24, .gen_min = 4, .gen_max = 8});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->completed, 4);
   EXPECT_EQ(r->failed, 0);
