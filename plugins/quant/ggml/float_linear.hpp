@@ -2,7 +2,9 @@
 // f32/f16/bf16 (converted on the fly inside the SIMD dot) and for block
 // formats (the K-quants always; Q4_0/Q4_1/Q8_0 when the plugin's activations
 // = "f32"): each weight row is dequantized to f32, then dotted with every
-// activation row of the chunk.
+// activation row of the chunk. A single activation row with Q4_0/Q4_1/Q8_0
+// weights is dotted straight from the blocks instead (KernelTable::q4_1_f32,
+// ...), to the same bits.
 #pragma once
 
 #include <cstdint>

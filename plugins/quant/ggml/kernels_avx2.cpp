@@ -198,6 +198,68 @@ float dot_f32(const void* w, const float* x, int64_t n) {
   return sum;
 }
 
+// Block-format rows with f32 activations (KernelTable::q4_0_f32, ...). A
+// block's 32 weights are four 8-lane quarters; dot_f32 adds quarters 0 and 2
+// into acc0 and 1 and 3 into acc1, and so does this, so the result is
+// dequantize + dot_f32 to the bit. d * q is exact in f32 (an f16 scale has an
+// 11-bit significand, q at most 8 bits): d * q + m rounds once, fused or not.
+inline __m256i widen8(const void* p, bool is_signed) {  // 8 bytes -> 8 x i32
+  const __m128i b = _mm_loadl_epi64(static_cast<const __m128i*>(p));
+  return is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+inline __m256 scaled(__m256i q, __m256 d) { return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d); }
+
+struct Q4_0Weights {
+  using Block = BlockQ4_0;
+  static void load(const Block& b, __m256 w[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b.d));
+    const __m256i low = _mm256_set1_epi32(0x0F), eight = _mm256_set1_epi32(8);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i q = widen8(b.qs + 8 * half, false);
+      w[half] = scaled(_mm256_sub_epi32(_mm256_and_si256(q, low), eight), d);
+      w[half + 2] = scaled(_mm256_sub_epi32(_mm256_srli_epi32(q, 4), eight), d);
+    }
+  }
+};
+
+struct Q4_1Weights {
+  using Block = BlockQ4_1;
+  static void load(const Block& b, __m256 w[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b.d)), m = _mm256_set1_ps(f16(b.m));
+    const __m256i low = _mm256_set1_epi32(0x0F);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i q = widen8(b.qs + 8 * half, false);
+      w[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(q, low)), d, m);
+      w[half + 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(q, 4)), d, m);
+    }
+  }
+};
+
+struct Q8_0Weights {
+  using Block = BlockQ8_0;
+  static void load(const Block& b, __m256 w[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b.d));
+    for (int i = 0; i < 4; ++i) w[i] = scaled(widen8(b.qs + 8 * i, true), d);
+  }
+};
+
+template <typename Weights>
+float dot_blocks_f32(const void* w, const float* x, int64_t n) {
+  const auto* blocks = static_cast<const typename Weights::Block*>(w);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    __m256 q[4];
+    Weights::load(blocks[b], q);
+    const float* xb = x + kBlock * b;
+    acc0 = _mm256_fmadd_ps(q[0], _mm256_loadu_ps(xb), acc0);
+    acc1 = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xb + 8), acc1);
+    acc0 = _mm256_fmadd_ps(q[2], _mm256_loadu_ps(xb + 16), acc0);
+    acc1 = _mm256_fmadd_ps(q[3], _mm256_loadu_ps(xb + 24), acc1);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
 float dot_f16(const void* w, const float* x, int64_t n) {
   const auto* wh = static_cast<const uint16_t*>(w);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -245,6 +307,7 @@ const KernelTable& avx2_kernel_table() {
   static const KernelTable table{
       SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
+      &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>,
   };
   return table;
 }

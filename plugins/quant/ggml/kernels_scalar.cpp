@@ -70,6 +70,20 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
   return sum;
 }
 
+// A block-format row with f32 activations: each block dequantized by the
+// reference, then summed in dot_f32's order (one running sum).
+template <DType Format, typename Block>
+float dot_blocks_f32(const void* w, const float* x, int64_t n) {
+  const auto* blocks = static_cast<const Block*>(w);
+  float weights[kBlock];
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    dequantize_row(Format, &blocks[b], weights, kBlock);
+    for (int j = 0; j < kBlock; ++j) sum += weights[j] * x[b * kBlock + j];
+  }
+  return sum;
+}
+
 // Repacked groups, read straight from the layouts described in blocks.hpp
 // (R rows, chunk k of qs holding bytes 4r..4r+3 for row r). The reference
 // reads the scales from the blocks themselves, not from xs.
@@ -165,6 +179,9 @@ const KernelTable& scalar_kernel_table() {
       &q8_0_group<Q8_0x8Layout>,
       &q4_1_group<BlockQ4_1x16, kWideRepackRows>,
       &q8_0_group<Q8_0x16Layout>,
+      &dot_blocks_f32<DType::q4_0, BlockQ4_0>,
+      &dot_blocks_f32<DType::q4_1, BlockQ4_1>,
+      &dot_blocks_f32<DType::q8_0, BlockQ8_0>,
   };
   return table;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "dequantize_fast.hpp"
 #include "reference.hpp"
 #include "repack.hpp"
 #include "test_util.hpp"
@@ -168,6 +169,33 @@ TEST_P(KernelLevel, FloatDotsMatchScalar) {
     EXPECT_NEAR(simd.f32(w.data(), x.data(), n), ref.f32(w.data(), x.data(), n), tol) << "f32 n=" << n;
     EXPECT_NEAR(simd.f16(h.data(), x.data(), n), ref.f16(h.data(), x.data(), n), tol) << "f16 n=" << n;
     EXPECT_NEAR(simd.bf16(bf.data(), x.data(), n), ref.bf16(bf.data(), x.data(), n), tol) << "bf16 n=" << n;
+  }
+}
+
+// A Q4_0/Q4_1/Q8_0 row with f32 activations, straight from its blocks:
+// exactly (bit for bit) dequantize_row_fast followed by the same level's f32
+// dot, which is what makes activations = "f32" exact arithmetic on the stored
+// weights whichever path a forward takes.
+TEST_P(KernelLevel, BlockDotsWithFloatActivationsEqualDequantizeThenDot) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  const std::pair<DType, FloatDotFn> dots[] = {
+      {DType::q4_0, k.q4_0_f32}, {DType::q4_1, k.q4_1_f32}, {DType::q8_0, k.q8_0_f32}};
+  constexpr int kRows = 8;
+  for (const auto& [type, fused] : dots) {
+    ASSERT_NE(fused, nullptr) << dtype_name(type);
+    for (int64_t n : {32, 64, 576, 1536}) {
+      const auto w = make_weights(type, kRows, n, static_cast<uint32_t>(n));
+      const auto x = random_floats(static_cast<size_t>(n), static_cast<uint32_t>(n + 7), 3.0f);
+      const size_t row_bytes = dtype_row_bytes(type, n);
+      std::vector<float> row(static_cast<size_t>(n));
+      for (int r = 0; r < kRows; ++r) {
+        const uint8_t* wr = w.data() + r * row_bytes;
+        ASSERT_TRUE(dequantize_row_fast(type, wr, row.data(), n));
+        EXPECT_EQ(fused(wr, x.data(), n), k.f32(row.data(), x.data(), n))
+            << dtype_name(type) << " n=" << n << " row " << r;
+      }
+    }
   }
 }
 
