@@ -8,19 +8,29 @@ cd "$(dirname "$0")/.."
 quick=0
 [[ ${1:-} == --quick ]] && quick=1
 
+# Each stage prints the seconds it took, so a slow CI run shows where the time went.
+stage_start=$SECONDS
+stage_done() { echo "== $1: $((SECONDS - stage_start)) s"; stage_start=$SECONDS; }
+
 bash scripts/install-deps.sh
+stage_done "dependencies"
 bash scripts/build.sh
+stage_done "release build"
 bash scripts/fetch-model.sh
 bash scripts/fetch-eval-text.sh
 bash scripts/fetch-test-vocabs.sh
+stage_done "model, text and vocabularies"
 
 echo "== unit and integration tests (build/)"
 ctest --test-dir build -j "$(nproc)" --output-on-failure --timeout 900
+stage_done "unit and integration tests"
 
 if ((quick)); then exit 0; fi
 
 echo "== unit tests under ASan+UBSan (build-asan/)"
 bash scripts/test-sanitizers.sh
+stage_done "sanitizer build and tests"
 
 echo "== fuzzing"
 bash scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"
+stage_done "fuzz build and fuzzing"
