@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
+#include "io/read_file.hpp"
 #include "engine/perplexity.hpp"
 #include "engine/session.hpp"
 
@@ -32,10 +31,8 @@ int cmd_perplexity(int argc, char** argv) {
   if (!args.count("text")) return report_usage("tessera perplexity needs a pipeline file and --text FILE (see --help)");
 
   const std::string text_path = args["text"].as<std::string>();
-  std::ifstream in(text_path, std::ios::binary);
-  if (!in) return report(NotFound(fmt::format("cannot read the text file '{}'", text_path)));
-  std::ostringstream text;
-  text << in.rdbuf();
+  const auto text = read_file(text_path, "text file");
+  if (!text.ok()) return report(text.status());
 
   auto sets = parse_sets(args);
   if (!sets.ok()) return report(sets.status());
@@ -47,7 +44,7 @@ int cmd_perplexity(int argc, char** argv) {
 
   const bool quiet = args.count("quiet") > 0;
   auto result =
-      compute_perplexity(**session, text.str(), args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
+      compute_perplexity(**session, *text, args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
                          [&](int64_t done, int64_t total, double running) {
                            if (quiet) return;
                            const int width = 30;

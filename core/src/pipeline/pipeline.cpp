@@ -1,14 +1,13 @@
 #include "pipeline/pipeline.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "io/read_file.hpp"
 #include "pipeline/param_parse.hpp"
 
 namespace tessera {
@@ -330,16 +329,11 @@ Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& s
 
 Result<Pipeline> load_pipeline(const fs::path& file, const std::vector<PipelineOverride>& overrides,
                                PluginRegistry& registry) {
+  auto text = read_file(file, "pipeline file");
+  if (!text.ok()) return text.status();
   std::error_code ec;
-  if (!fs::exists(file, ec)) return NotFound(fmt::format("pipeline file '{}' does not exist", file.string()));
-  if (fs::is_directory(file, ec))
-    return InvalidArgument(fmt::format("pipeline file '{}' is a directory, not a TOML file", file.string()));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return InvalidArgument(fmt::format("pipeline file '{}' cannot be read", file.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
   const fs::path absolute = fs::absolute(file, ec);
-  auto p = parse_pipeline(text.str(), file.string(), absolute.parent_path(), overrides, registry, true);
+  auto p = parse_pipeline(*text, file.string(), absolute.parent_path(), overrides, registry, true);
   if (p.ok()) p->file = absolute;
   return p;
 }

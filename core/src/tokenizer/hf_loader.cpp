@@ -3,10 +3,9 @@
 // Supported: model "BPE" with a ByteLevel pre-tokenizer (GPT-2, Llama 3,
 // Qwen2, SmolLM, ...), pre-tokenizers ByteLevel / Split(Isolated) / Digits /
 // Sequence, merges as "a b" strings or ["a", "b"] pairs, added_tokens.
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "io/read_file.hpp"
 #include "tokenizer/regex_splitter.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -257,17 +256,17 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_json(std::string_view tokenizer_jso
 }
 
 Result<Tokenizer> load_tokenizer_json(const std::filesystem::path& tokenizer_json) {
-  const auto read = [](const std::filesystem::path& p) -> std::optional<std::string> {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  const auto text = read(tokenizer_json);
-  if (!text) return NotFound(tokenizer_json.string() + ": cannot open the tokenizer file");
-  const auto config = read(tokenizer_json.parent_path() / "tokenizer_config.json");
-  auto spec = tokenizer_spec_from_hf_json(*text, config.value_or(""), tokenizer_json.string());
+  const auto text = read_file(tokenizer_json, "tokenizer file");
+  if (!text.ok()) return text.status();
+  // tokenizer_config.json (the chat template) may be absent, but not broken.
+  std::string config;
+  auto config_file = read_file(tokenizer_json.parent_path() / "tokenizer_config.json", "tokenizer config file");
+  if (config_file.ok()) {
+    config = std::move(config_file).value();
+  } else if (config_file.status().code() != StatusCode::not_found) {
+    return config_file.status();
+  }
+  auto spec = tokenizer_spec_from_hf_json(*text, config, tokenizer_json.string());
   if (!spec.ok()) return spec.status();
   return Tokenizer::create(std::move(spec).value());
 }

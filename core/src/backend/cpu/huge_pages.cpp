@@ -1,18 +1,16 @@
 #include "backend/cpu/huge_pages.hpp"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
+
+#include "io/read_file.hpp"
 
 namespace tessera {
 namespace {
 
+// A /proc or /sys file's text, or "" where there is none (not Linux, no THP).
 std::string read_text(const char* path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file(path, "kernel file");
+  return text.ok() ? std::move(text).value() : std::string();
 }
 
 }  // namespace
