@@ -5,9 +5,9 @@
 
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
-#include "io/read_file.hpp"
 #include "engine/perplexity.hpp"
 #include "engine/session.hpp"
+#include "io/read_file.hpp"
 
 namespace tessera::cli {
 

@@ -25,7 +25,8 @@ Result<std::string> read_file(const std::filesystem::path& path, std::string_vie
   std::string text;
   char chunk[1 << 16];
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) text.append(chunk, static_cast<size_t>(in.gcount()));
-  if (in.bad()) return InvalidArgument(fmt::format("{} '{}' cannot be read: {}", what, path.string(), std::strerror(errno)));
+  if (in.bad())
+    return InvalidArgument(fmt::format("{} '{}' cannot be read: {}", what, path.string(), std::strerror(errno)));
   return text;
 }
 

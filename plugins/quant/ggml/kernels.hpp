@@ -39,12 +39,6 @@ using QuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const Bl
 // f32-domain dot of one weight row (f32, f16 or bf16 elements) with n floats.
 using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
 
-// A row of n / 32 Q4_0/Q4_1/Q8_0 blocks dotted with n floats (the block-format
-// entries of the table take this signature too): bit for bit what
-// dequantize_row_fast into f32 followed by the same level's f32 dot gives (the
-// same weights, summed in the same lanes and order), without the row ever
-// being written out.
-
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 
@@ -82,9 +76,11 @@ struct KernelTable {
   // the table it is built under has them.
   RepackTileFn q4_1x16;
   RepackTileFn q8_0x16;
-  // Block-format weights dotted with f32 activations (the quant plugin's
-  // activations = "f32"), for the few-row case where dequantizing a whole
-  // weight row to scratch per call would cost more than the dot itself.
+  // A row of n / 32 Q4_0/Q4_1/Q8_0 blocks dotted with n floats (the quant
+  // plugin's activations = "f32", one activation row): bit for bit what
+  // dequantize_row_fast into f32 followed by this level's f32 dot gives (the
+  // same weights, summed in the same lanes and order), without the row ever
+  // being written out.
   FloatDotFn q4_0_f32;
   FloatDotFn q4_1_f32;
   FloatDotFn q8_0_f32;
