@@ -48,16 +48,19 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();
-    FloatDotFn dot = k.f32;  // block-format rows are dequantized to f32 first
+    FloatDotFn dot = k.f32;
     if (type_ == DType::f16) dot = k.f16;
     if (type_ == DType::bf16) dot = k.bf16;
     const FloatDotFn fused = n_rows == 1 ? fused_block_dot(k, type_) : nullptr;
     if (fused != nullptr) dot = fused;
+    // Otherwise block-format rows are dequantized to f32, kMaxFloatTileW at a
+    // time, and multiplied by f32 tiles (every block size divides by 32).
     const bool dequantize = is_block_format(type_) && fused == nullptr;
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;
+    const size_t tile_floats = static_cast<size_t>(kMaxFloatTileW) * static_cast<size_t>(in_);
     if (dequantize) {
-      const size_t needed = static_cast<size_t>(max_threads) * static_cast<size_t>(in_);
+      const size_t needed = static_cast<size_t>(max_threads) * tile_floats;
       if (row_scratch_.size() < needed) row_scratch_.resize(needed);  // steady state: no allocation
     }
 
@@ -65,17 +68,26 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     {
       const int nt = omp_get_num_threads();
       const int t = omp_get_thread_num();
-      float* row = dequantize ? row_scratch_.data() + static_cast<size_t>(t) * in_ : nullptr;
       const RowRange wr = split_rows(out_, 1, t, nt);
+      float* rows = dequantize ? row_scratch_.data() + static_cast<size_t>(t) * tile_floats : nullptr;  // [4, in]
       for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
         const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-        for (int64_t r = wr.begin; r < wr.end; ++r) {
-          const void* w = weights_ + r * row_bytes_;
-          if (dequantize) {
+        if (!dequantize) {
+          for (int64_t r = wr.begin; r < wr.end; ++r)
+            for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(weights_ + r * row_bytes_, x + i * in_, in_);
+          continue;
+        }
+        for (int64_t r = wr.begin; r < wr.end; r += kMaxFloatTileW) {
+          const int nw = static_cast<int>(std::min<int64_t>(kMaxFloatTileW, wr.end - r));
+          for (int j = 0; j < nw; ++j) {
+            const void* w = weights_ + (r + j) * row_bytes_;
+            float* row = rows + static_cast<size_t>(j) * in_;
             if (!dequantize_row_fast(type_, w, row, in_)) dequantize_row(type_, w, row, in_);
-            w = row;
           }
-          for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(w, x + i * in_, in_);
+          for (int64_t i = x0; i < x1; i += kMaxFloatTileX) {
+            const int nx = static_cast<int>(std::min<int64_t>(kMaxFloatTileX, x1 - i));
+            k.f32_tile(rows, in_, nw, x + i * in_, in_, nx, in_, y + i * out_ + r, out_);
+          }
         }
       }
     }

@@ -1,8 +1,9 @@
 // float_linear.hpp: y = x·Wᵀ (+ b) computed in f32, for weights stored as
 // f32/f16/bf16 (converted on the fly inside the SIMD dot) and for block
 // formats (the K-quants always; Q4_0/Q4_1/Q8_0 when the plugin's activations
-// = "f32"): each weight row is dequantized to f32, then dotted with every
-// activation row of the chunk. A single activation row with Q4_0/Q4_1/Q8_0
+// = "f32"): weight rows are dequantized to f32 a few at a time, then
+// multiplied with every activation row of the chunk by f32 tiles
+// (KernelTable::f32_tile). A single activation row with Q4_0/Q4_1/Q8_0
 // weights is dotted straight from the blocks instead (KernelTable::q4_1_f32,
 // ...), to the same bits.
 #pragma once
@@ -32,7 +33,7 @@ class FloatLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  std::vector<float> row_scratch_;  // [threads, in]: one dequantized weight row per thread (K-quants)
+  std::vector<float> row_scratch_;  // [threads, kMaxFloatTileW, in]: each thread's dequantized weight rows
 };
 
 }  // namespace tessera::ggml

@@ -39,6 +39,19 @@ using QuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const Bl
 // f32-domain dot of one weight row (f32, f16 or bf16 elements) with n floats.
 using FloatDotFn = float (*)(const void* w, const float* x, int64_t n);
 
+// The largest tile of FloatTileFn.
+inline constexpr int kMaxFloatTileW = 4;  // weight rows
+inline constexpr int kMaxFloatTileX = 2;  // activation rows
+
+// f32 rows against f32 rows, n a multiple of 32: for wi < nw <= kMaxFloatTileW
+// and xi < nx <= kMaxFloatTileX,
+//   y[xi * y_stride + wi] = f32(w + wi * w_stride, x + xi * x_stride, n)
+// bit for bit (each pair summed in the lanes and order of this level's f32
+// dot); a tile loads each vector of w and x once for all its pairs, so the
+// FMA units rather than the loads set the pace.
+using FloatTileFn = void (*)(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx,
+                             int64_t n, float* y, size_t y_stride);
+
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 
@@ -84,6 +97,7 @@ struct KernelTable {
   FloatDotFn q4_0_f32;
   FloatDotFn q4_1_f32;
   FloatDotFn q8_0_f32;
+  FloatTileFn f32_tile;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

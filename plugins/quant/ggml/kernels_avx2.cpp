@@ -260,6 +260,31 @@ float dot_blocks_f32(const void* w, const float* x, int64_t n) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+// NW weight rows against one activation row at a time, each pair with
+// dot_f32's two accumulators (elements 0..7 and 8..15 of every 16): sixteen
+// ymm registers hold 2 NW accumulators, the x vectors and one w vector.
+template <int NW>
+void f32_tile_fixed(const float* w, size_t w_stride, const float* x, int64_t n, float* y) {
+  __m256 acc0[NW], acc1[NW];
+  for (int wi = 0; wi < NW; ++wi) acc0[wi] = acc1[wi] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+    for (int wi = 0; wi < NW; ++wi) {
+      acc0[wi] = _mm256_fmadd_ps(_mm256_loadu_ps(w + wi * w_stride + i), x0, acc0[wi]);
+      acc1[wi] = _mm256_fmadd_ps(_mm256_loadu_ps(w + wi * w_stride + i + 8), x1, acc1[wi]);
+    }
+  }
+  for (int wi = 0; wi < NW; ++wi) y[wi] = hsum(_mm256_add_ps(acc0[wi], acc1[wi]));
+}
+
+void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n, float* y,
+              size_t y_stride) {
+  using Fn = void (*)(const float*, size_t, const float*, int64_t, float*);
+  static constexpr Fn kByRows[kMaxFloatTileW] = {&f32_tile_fixed<1>, &f32_tile_fixed<2>, &f32_tile_fixed<3>,
+                                                 &f32_tile_fixed<4>};
+  for (int xi = 0; xi < nx; ++xi) kByRows[nw - 1](w, w_stride, x + xi * x_stride, n, y + xi * y_stride);
+}
+
 float dot_f16(const void* w, const float* x, int64_t n) {
   const auto* wh = static_cast<const uint16_t*>(w);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -307,7 +332,7 @@ const KernelTable& avx2_kernel_table() {
   static const KernelTable table{
       SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
-      &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>,
+      &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
   };
   return table;
 }

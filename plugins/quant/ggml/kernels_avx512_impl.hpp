@@ -295,6 +295,50 @@ float dot_blocks_f32(const void* w, const float* x, int64_t n) {
   return hsum(_mm512_add_ps(acc0, acc1));
 }
 
+// NW x NX pairs at once, each with dot_f32's two accumulators (elements
+// 0..15 and 16..31 of every 32): 2 NW NX accumulators, NW + NX loads per
+// 32-element step.
+template <int NW, int NX>
+void f32_tile_fixed(const float* w, size_t w_stride, const float* x, size_t x_stride, int64_t n, float* y,
+                    size_t y_stride) {
+  __m512 acc0[NX][NW], acc1[NX][NW];
+#pragma GCC unroll 8
+  for (int xi = 0; xi < NX; ++xi)
+#pragma GCC unroll 8
+    for (int wi = 0; wi < NW; ++wi) acc0[xi][wi] = acc1[xi][wi] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 32) {
+    __m512 x0[NX], x1[NX];
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      x0[xi] = _mm512_loadu_ps(x + xi * x_stride + i);
+      x1[xi] = _mm512_loadu_ps(x + xi * x_stride + i + 16);
+    }
+#pragma GCC unroll 8
+    for (int wi = 0; wi < NW; ++wi) {
+      const __m512 w0 = _mm512_loadu_ps(w + wi * w_stride + i), w1 = _mm512_loadu_ps(w + wi * w_stride + i + 16);
+#pragma GCC unroll 8
+      for (int xi = 0; xi < NX; ++xi) {
+        acc0[xi][wi] = _mm512_fmadd_ps(w0, x0[xi], acc0[xi][wi]);
+        acc1[xi][wi] = _mm512_fmadd_ps(w1, x1[xi], acc1[xi][wi]);
+      }
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi)
+    for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(_mm512_add_ps(acc0[xi][wi], acc1[xi][wi]));
+}
+
+void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n, float* y,
+              size_t y_stride) {
+  using Fn = void (*)(const float*, size_t, const float*, size_t, int64_t, float*, size_t);
+  static constexpr Fn kTable[kMaxFloatTileW][kMaxFloatTileX] = {
+      {&f32_tile_fixed<1, 1>, &f32_tile_fixed<1, 2>},
+      {&f32_tile_fixed<2, 1>, &f32_tile_fixed<2, 2>},
+      {&f32_tile_fixed<3, 1>, &f32_tile_fixed<3, 2>},
+      {&f32_tile_fixed<4, 1>, &f32_tile_fixed<4, 2>},
+  };
+  kTable[nw - 1][nx - 1](w, w_stride, x, x_stride, n, y, y_stride);
+}
+
 inline __m512 f16x16(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
@@ -334,7 +378,7 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
 #else
       nullptr, nullptr,  // the 16-row Q8_0 layout needs vpdpbusd (vpmaddubsw would saturate on q + 128)
 #endif
-      &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>,
+      &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
   };
   return table;
 }

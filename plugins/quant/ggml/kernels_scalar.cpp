@@ -84,6 +84,12 @@ float dot_blocks_f32(const void* w, const float* x, int64_t n) {
   return sum;
 }
 
+void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n, float* y,
+              size_t y_stride) {
+  for (int xi = 0; xi < nx; ++xi)
+    for (int wi = 0; wi < nw; ++wi) y[xi * y_stride + wi] = dot_f32(w + wi * w_stride, x + xi * x_stride, n);
+}
+
 // Repacked groups, read straight from the layouts described in blocks.hpp
 // (R rows, chunk k of qs holding bytes 4r..4r+3 for row r). The reference
 // reads the scales from the blocks themselves, not from xs.
@@ -182,6 +188,7 @@ const KernelTable& scalar_kernel_table() {
       &dot_blocks_f32<DType::q4_0, BlockQ4_0>,
       &dot_blocks_f32<DType::q4_1, BlockQ4_1>,
       &dot_blocks_f32<DType::q8_0, BlockQ8_0>,
+      &f32_tile,
   };
   return table;
 }

@@ -199,6 +199,37 @@ TEST_P(KernelLevel, BlockDotsWithFloatActivationsEqualDequantizeThenDot) {
   }
 }
 
+// Every tile shape of f32_tile gives each pair the bits of the level's f32
+// dot, and writes nothing outside its nw x nx block of y.
+TEST_P(KernelLevel, FloatTilesEqualTheFloatDotPerPair) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  ASSERT_NE(k.f32_tile, nullptr);
+  for (int64_t n : {32, 64, 576, 1536}) {
+    const size_t w_stride = static_cast<size_t>(n) + 32, x_stride = static_cast<size_t>(n) + 64;  // padded rows
+    const auto w = random_floats(kMaxFloatTileW * w_stride, static_cast<uint32_t>(n), 1.0f);
+    const auto x = random_floats(kMaxFloatTileX * x_stride, static_cast<uint32_t>(n + 3), 2.0f);
+    constexpr size_t kYStride = kMaxFloatTileW + 3;
+    for (int nw = 1; nw <= kMaxFloatTileW; ++nw) {
+      for (int nx = 1; nx <= kMaxFloatTileX; ++nx) {
+        std::vector<float> y(kMaxFloatTileX * kYStride, -7.0f);
+        k.f32_tile(w.data(), w_stride, nw, x.data(), x_stride, nx, n, y.data(), kYStride);
+        for (int xi = 0; xi < kMaxFloatTileX; ++xi) {
+          for (size_t wi = 0; wi < kYStride; ++wi) {
+            const float got = y[xi * kYStride + wi];
+            if (xi < nx && static_cast<int>(wi) < nw) {
+              EXPECT_EQ(got, k.f32(w.data() + wi * w_stride, x.data() + xi * x_stride, n))
+                  << "n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
+            } else {
+              EXPECT_EQ(got, -7.0f) << "wrote outside the tile " << nw << "x" << nx;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The repacked layouts, 8 and 16 rows: the scalar group kernel equals the
 // plain scalar tile bit for bit (same per-block arithmetic, same order), which
 // checks repacking; each SIMD group kernel matches the scalar one within the
