@@ -12,7 +12,7 @@
 //    The test demands identical ids up to the first step whose margin is below
 //    kNearTie; after a parting nothing more can be compared.
 // 2. tools/f32-reference (NumPy, float64, every weight dequantized), against
-//    the pipeline with [quant] activations = "f32": exact products of the
+//    pipelines/exact.toml ([quant] activations = "f32"): exact products of the
 //    stored weights, so the two differ only by f32 rounding: over its 24
 //    prompts (the 8 above and 16 more) they agree at every step, margins of
 //    0.0001 and 0.0002 included. Every step must agree unless the
@@ -74,8 +74,10 @@ TEST(Golden, GreedyIdsMatchLlamaCppUntilANearTie) {
 }
 
 TEST(Golden, ExactArithmeticMatchesTheF32ReferenceEngine) {
-  TESSERA_OPEN_OR_SKIP(session,
-                       (std::vector<PipelineOverride>{{"run", "context", "512"}, {"quant", "activations", "f32"}}));
+  std::string skip;
+  auto session = open_pipeline(kPipelines / "exact.toml", {{"run", "context", "512"}}, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(session, nullptr);
   expect_greedy_ids(*session, f32_reference::kGolden, kExactNearTie, "the f32 reference");
 }
 

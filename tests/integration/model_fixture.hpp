@@ -16,10 +16,14 @@ namespace tessera::test {
 inline const std::filesystem::path kModel =
     std::filesystem::path(TESSERA_SOURCE_DIR) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-// A Session on the default model; `overrides` adjust pipelines/quickstart.toml.
-// Returns nullptr (and the test should GTEST_SKIP) when the model is absent.
-inline std::unique_ptr<Session> open_default(std::vector<PipelineOverride> overrides = {},
-                                             std::string* skip_reason = nullptr) {
+inline const std::filesystem::path kPipelines = std::filesystem::path(TESSERA_SOURCE_DIR) / "pipelines";
+
+// A Session on the default model through `pipeline_file`, adjusted by
+// `overrides`. Returns nullptr (and the test should GTEST_SKIP) when the model
+// is absent.
+inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipeline_file,
+                                              std::vector<PipelineOverride> overrides = {},
+                                              std::string* skip_reason = nullptr) {
   if (!std::filesystem::exists(kModel)) {
     if (skip_reason) *skip_reason = kModel.string() + " is absent: run scripts/fetch-model.sh";
     return nullptr;
@@ -30,14 +34,19 @@ inline std::unique_ptr<Session> open_default(std::vector<PipelineOverride> overr
     return r;
   }();
   overrides.push_back({"run", "threads", "2"});
-  auto pipeline = load_pipeline(std::filesystem::path(TESSERA_SOURCE_DIR) / "pipelines" / "quickstart.toml",
-                                overrides, *registry);
+  auto pipeline = load_pipeline(pipeline_file, overrides, *registry);
   EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
   if (!pipeline.ok()) return nullptr;
   auto session = Session::open(*pipeline, *registry);
   EXPECT_TRUE(session.ok()) << session.status().message();
   if (!session.ok()) return nullptr;
   return std::move(session).value();
+}
+
+// The same through pipelines/quickstart.toml.
+inline std::unique_ptr<Session> open_default(std::vector<PipelineOverride> overrides = {},
+                                             std::string* skip_reason = nullptr) {
+  return open_pipeline(kPipelines / "quickstart.toml", std::move(overrides), skip_reason);
 }
 
 #define TESSERA_OPEN_OR_SKIP(var, overrides)                         \

@@ -25,6 +25,25 @@ TEST(Session, QuickstartAnswersTheQuestion) {
   EXPECT_GT(r->metrics.ttft_ms, 0);
 }
 
+// Every pipeline shipped under pipelines/ loads, runs and answers: a
+// pipeline file that rots (a renamed key, a removed plugin) fails here.
+TEST(Session, EveryShippedPipelineAnswersTheQuestion) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(kPipelines))
+    if (entry.path().extension() == ".toml") files.push_back(entry.path());
+  ASSERT_GE(files.size(), 2u) << "quickstart.toml and exact.toml at least";
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    std::string skip;
+    auto session = open_pipeline(file, {}, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    ASSERT_NE(session, nullptr);
+    auto r = session->generate(greedy("What is the capital of France? Answer in one sentence.", 16));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_NE(r->text.find("Paris"), std::string::npos) << r->text;
+  }
+}
+
 TEST(Session, PromptLongerThanTheContextIsAClearError) {
   TESSERA_OPEN_OR_SKIP(session, (Overrides{{"run", "context", "64"}}));
   std::string long_prompt;
