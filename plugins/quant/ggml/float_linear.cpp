@@ -15,14 +15,12 @@ namespace {
 
 constexpr uint64_t kMinParallelBytes = 32 * 1024;  // as in quant_linear.cpp
 constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
-// For one activation row (a single sequence's decode step) Q4_0/Q4_1/Q8_0
-// rows are dotted straight from their blocks; for more, each weight row is
-// dequantized once and reused for every activation row. Both give the same
-// bits. Straight from the blocks, f32-mode decode went from 51-63 to 128-157
-// tokens/s on the default model.
-
 // The level's block x f32 kernel for this format, or nullptr (K-quants, plain
-// floats).
+// floats). With one activation row (a single sequence's decode step) it dots
+// Q4_0/Q4_1/Q8_0 rows straight from their blocks; with more, forward()
+// dequantizes a few weight rows at a time and reuses them for every activation
+// row through f32 tiles. Both give the same bits. Straight from the blocks,
+// f32-mode decode went from 51-63 to 128-172 tokens/s on the default model.
 FloatDotFn fused_block_dot(const KernelTable& k, DType type) {
   switch (type) {
     case DType::q4_0: return k.q4_0_f32;
