@@ -74,10 +74,8 @@ TEST(Golden, GreedyIdsMatchLlamaCppUntilANearTie) {
 }
 
 TEST(Golden, ExactArithmeticMatchesTheF32ReferenceEngine) {
-  std::string skip;
-  auto session = open_pipeline(kPipelines / "exact.toml", {{"run", "context", "512"}}, &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  ASSERT_NE(session, nullptr);
+  TESSERA_OPEN_PIPELINE_OR_SKIP(session, kPipelines / "exact.toml",
+                                (std::vector<PipelineOverride>{{"run", "context", "512"}}));
   expect_greedy_ids(*session, f32_reference::kGolden, kExactNearTie, "the f32 reference");
 }
 

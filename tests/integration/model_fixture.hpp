@@ -43,17 +43,17 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
   return std::move(session).value();
 }
 
-// The same through pipelines/quickstart.toml.
-inline std::unique_ptr<Session> open_default(std::vector<PipelineOverride> overrides = {},
-                                             std::string* skip_reason = nullptr) {
-  return open_pipeline(kPipelines / "quickstart.toml", std::move(overrides), skip_reason);
-}
-
-#define TESSERA_OPEN_OR_SKIP(var, overrides)                         \
-  std::string var##_skip;                                            \
-  auto var = ::tessera::test::open_default(overrides, &var##_skip);  \
-  if (!var##_skip.empty()) GTEST_SKIP() << var##_skip;               \
+// `var`: a Session through `pipeline_file` with `overrides`, or the test skips
+// (model absent) or fails (pipeline or session error).
+#define TESSERA_OPEN_PIPELINE_OR_SKIP(var, pipeline_file, overrides)                \
+  std::string var##_skip;                                                           \
+  auto var = ::tessera::test::open_pipeline(pipeline_file, overrides, &var##_skip); \
+  if (!var##_skip.empty()) GTEST_SKIP() << var##_skip;                              \
   ASSERT_NE(var, nullptr)
+
+// The same through pipelines/quickstart.toml.
+#define TESSERA_OPEN_OR_SKIP(var, overrides) \
+  TESSERA_OPEN_PIPELINE_OR_SKIP(var, ::tessera::test::kPipelines / "quickstart.toml", overrides)
 
 inline GenerationRequest greedy(const std::string& prompt, int64_t max_tokens, bool chat = true) {
   GenerationRequest r;

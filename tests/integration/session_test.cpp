@@ -34,10 +34,7 @@ TEST(Session, EveryShippedPipelineAnswersTheQuestion) {
   ASSERT_GE(files.size(), 2u) << "quickstart.toml and exact.toml at least";
   for (const auto& file : files) {
     SCOPED_TRACE(file.filename().string());
-    std::string skip;
-    auto session = open_pipeline(file, {}, &skip);
-    if (!skip.empty()) GTEST_SKIP() << skip;
-    ASSERT_NE(session, nullptr);
+    TESSERA_OPEN_PIPELINE_OR_SKIP(session, file, Overrides{});
     auto r = session->generate(greedy("What is the capital of France? Answer in one sentence.", 16));
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_NE(r->text.find("Paris"), std::string::npos) << r->text;
