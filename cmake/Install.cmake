@@ -18,4 +18,5 @@ install(FILES
   ${PROJECT_BINARY_DIR}/TesseraConfig.cmake
   ${PROJECT_BINARY_DIR}/TesseraConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/TesseraPlugin.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/tessera_plugin.map
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)

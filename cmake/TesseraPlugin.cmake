@@ -1,8 +1,9 @@
 # tessera_add_plugin(<name> SOURCES <files...> [LIBS <libs...>])
 #
-# Builds one plugin: a MODULE library with hidden symbols (only the
-# TESSERA_PLUGIN_ENTRY alias is exported), placed in the plugin folder of the
-# build tree and installed into <prefix>/lib/tessera/plugins. Used in tree and,
+# Builds one plugin: a MODULE library that exports only the
+# TESSERA_PLUGIN_ENTRY alias (hidden visibility, and on ELF platforms the
+# version script beside this file), placed in the plugin folder of the build
+# tree and installed into <prefix>/lib/tessera/plugins. Used in tree and,
 # through find_package(Tessera), by third-party plugins.
 function(tessera_add_plugin name)
   cmake_parse_arguments(P "" "" "SOURCES;LIBS" ${ARGN})
@@ -19,6 +20,11 @@ function(tessera_add_plugin name)
     PREFIX "lib"
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
+  if(UNIX AND NOT APPLE)
+    set(version_script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/tessera_plugin.map)
+    target_link_options(${name} PRIVATE "LINKER:--version-script=${version_script}")
+    set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${version_script})
+  endif()
   if(NOT DEFINED TESSERA_PLUGIN_BUILD_DIR)
     set(TESSERA_PLUGIN_BUILD_DIR ${CMAKE_BINARY_DIR}/plugins)
   endif()

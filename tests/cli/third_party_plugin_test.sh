@@ -15,6 +15,12 @@ cmake -S "$source/examples/third-party-plugin" -B "$work/example" -G Ninja \
 cmake --build "$work/example"
 plugin_dir="$work/example/plugins"
 test -f "$plugin_dir/libtessera_typical.so"
+# The installed tessera_add_plugin applies the installed version script: the
+# entry is the plugin's only export.
+exports=$(nm -D --defined-only "$plugin_dir/libtessera_typical.so" | awk '{print $NF}')
+if [[ $exports != tessera_plugin_entry ]]; then
+  echo "libtessera_typical.so exports more than its entry:"; echo "$exports"; exit 1
+fi
 
 tessera="$work/prefix/bin/tessera"
 listing=$("$tessera" plugins --path "$plugin_dir")
