@@ -39,6 +39,8 @@ enum class DType : uint32_t {
   i64 = 13,
   f64 = 14,
   q8_1 = 15,  // ggml block of 32: f16 scale, f16 sum, 32 int8 values (activations)
+  q5_0 = 16,  // ggml block of 32: f16 scale, 32 high bits, 16 bytes of low 4 bits
+  q5_1 = 17,  // ggml block of 32: f16 scale, f16 min, 32 high bits, 16 bytes of low 4 bits
   count_      // not a type; keep last
 };
 
@@ -66,6 +68,8 @@ constexpr DTypeInfo dtype_info(DType t) {
       {"i64", 1, 8},
       {"f64", 1, 8},
       {"q8_1", 32, 36},
+      {"q5_0", 32, 22},
+      {"q5_1", 32, 24},
   }};
   const auto i = static_cast<size_t>(t);
   return i < table.size() ? table[i] : DTypeInfo{"invalid", 0, 0};

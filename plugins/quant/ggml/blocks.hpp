@@ -30,6 +30,23 @@ struct BlockQ4_1 {
   uint8_t qs[kBlock / 2];
 };
 
+// x = d * (q - 16), q in 0..31: bit 4 of element j's q is bit j of the
+// little-endian 32-bit qh, its low 4 bits a nibble of qs in Q4_0's order
+// (element j < 16 in the low nibble of qs[j], element j + 16 in the high one).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kBlock / 2];
+};
+
+// x = d * q + m, q in 0..31, bits laid out as in BlockQ5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kBlock / 2];
+};
+
 // x = d * q, q in -127..127.
 struct BlockQ8_0 {
   uint16_t d;
@@ -135,6 +152,8 @@ static_assert(sizeof(BlockQ8_0x16Pair) == 2 * sizeof(BlockQ8_0x16) && sizeof(Blo
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0));
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4K) == 144);

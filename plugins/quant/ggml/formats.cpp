@@ -7,12 +7,14 @@
 namespace tessera::ggml {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, DType>, 9> kFormats = {{
+constexpr std::array<std::pair<std::string_view, DType>, 11> kFormats = {{
     {"f32", DType::f32},
     {"f16", DType::f16},
     {"bf16", DType::bf16},
     {"ggml.q4_0", DType::q4_0},
     {"ggml.q4_1", DType::q4_1},
+    {"ggml.q5_0", DType::q5_0},
+    {"ggml.q5_1", DType::q5_1},
     {"ggml.q8_0", DType::q8_0},
     {"ggml.q4_k", DType::q4_k},
     {"ggml.q5_k", DType::q5_k},

@@ -49,7 +49,7 @@ class GgmlQuantizer final : public Quantizer {
         b.resize(static_cast<size_t>(out));
         dequantize_row(bias_type, bias->data, b.data(), out);
       }
-      if (!f32_activations_ && (type == DType::q4_0 || type == DType::q4_1 || type == DType::q8_0)) {
+      if (!f32_activations_ && is_quantized_domain(type)) {
         return std::unique_ptr<Linear>(
             std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_));
       }
@@ -85,7 +85,7 @@ class GgmlQuantizer final : public Quantizer {
 
 constexpr ParamSpec kGgmlParams[] = {
     param_string("activations", "\"q8\"", "q8|f32",
-                 "q8: Q4_0/Q4_1/Q8_0 products quantize activations per block to 8 bits (fast, llama.cpp's "
+                 "q8: Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 products quantize activations per block to 8 bits (fast, llama.cpp's "
                  "arithmetic); f32: exact f32 products of the dequantized weights (slow, for reference checks)"),
 };
 
@@ -94,7 +94,7 @@ const PluginLibrary* ggml_quant_entry() {
       PluginFamily::quant,
       "ggml",
       "0.1.0",
-      "GGUF block formats (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
+      "GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
       kGgmlParams,
       std::size(kGgmlParams),
       &make_plugin<GgmlQuantizer>,

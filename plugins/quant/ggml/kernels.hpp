@@ -98,6 +98,10 @@ struct KernelTable {
   FloatDotFn q4_1_f32;
   FloatDotFn q8_0_f32;
   FloatTileFn f32_tile;
+  // Q5_0 and Q5_1 (the fallback format of llama.cpp's K-quant mixes for rows
+  // that are not whole 256-element super-blocks): the ggml layout, no repacking.
+  QuantTileFn q5_0;
+  QuantTileFn q5_1;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -25,6 +25,18 @@ inline __m256i load_nibbles(const uint8_t* qs) {  // 16 bytes -> 32 values 0..15
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
+// The 32 high bits of a Q5_0/Q5_1 block -> 0x10 in byte j where bit j is set:
+// byte j takes qh byte j / 8, then keeps bit j % 8 of it.
+inline __m256i load_high_bits(const uint8_t* qh) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
 inline __m256i dot_u8_i8(__m256i u, __m256i s) {  // 8 lanes of i32 partial sums
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
@@ -81,6 +93,41 @@ struct Q4_1 {
     __builtin_memcpy(&dm, &b.d, 4);
     const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
     return {load_nibbles(b.qs), _mm256_broadcastss_ps(dmf), _mm256_zextps128_ps256(dmf)};
+  }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
+    acc = _mm256_fmadd_ps(w.dm, x.s_lane1, acc);
+    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot_u8_i8(w.q, x.q)), acc);
+  }
+};
+
+struct Q5_0 {
+  using Block = BlockQ5_0;
+  struct W {
+    __m256i q;  // 0..31; the -16 is applied through 2 * XBlock::sum8
+    __m256 d;
+  };
+  static W load(const Block& b) {
+    return {_mm256_or_si256(load_nibbles(b.qs), load_high_bits(b.qh)), _mm256_set1_ps(f16(b.d))};
+  }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
+    const __m256i dot = _mm256_sub_epi32(dot_u8_i8(w.q, x.q), _mm256_slli_epi32(x.sum8, 1));
+    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot), acc);
+  }
+};
+
+struct Q5_1 {
+  using Block = BlockQ5_1;
+  struct W {
+    __m256i q;  // 0..31
+    __m256 d;
+    __m256 dm;  // (d, m, 0, ..., 0)
+  };
+  static W load(const Block& b) {
+    uint32_t dm;
+    __builtin_memcpy(&dm, &b.d, 4);
+    const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
+    return {_mm256_or_si256(load_nibbles(b.qs), load_high_bits(b.qh)), _mm256_broadcastss_ps(dmf),
+            _mm256_zextps128_ps256(dmf)};
   }
   static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
     acc = _mm256_fmadd_ps(w.dm, x.s_lane1, acc);
@@ -333,6 +380,7 @@ const KernelTable& avx2_kernel_table() {
       SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
+      &tile<Q5_0>, &tile<Q5_1>,
   };
   return table;
 }

@@ -88,6 +88,26 @@ inline __m512i load_nibbles2(const uint8_t* qs0, const uint8_t* qs1) {
   return _mm512_and_si512(_mm512_srlv_epi64(dup, shifts), _mm512_set1_epi8(0x0F));
 }
 
+// The high bits of two Q5_0/Q5_1 blocks -> 0x10 in byte j (block b) and
+// byte 32 + j (block b + 1) where that element's bit 4 is set: bit j of qh is
+// element j's (blocks.hpp), so the two 32-bit words are the byte mask itself.
+inline __m512i high_bits2(const uint8_t* qh0, const uint8_t* qh1) {
+  const uint64_t bits = load_u32(qh0) | (static_cast<uint64_t>(load_u32(qh1)) << 32);
+  return _mm512_maskz_mov_epi8(bits, _mm512_set1_epi8(0x10));
+}
+
+// (d0 x 8, d1 x 8) and (d0, m0, d1, m1, 0, ...) of two blocks that start with
+// an f16 d followed by an f16 m (Q4_1, Q5_1).
+template <typename Block>
+void load_dm2(const Block& b0, const Block& b1, __m512& d, __m512& dm) {
+  const __m128i h = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(load_u32(&b0.d))),
+                                     static_cast<int>(load_u32(&b1.d)), 1);
+  const __m128 dmf = _mm_cvtph_ps(h);
+  d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                            _mm512_castps128_ps512(dmf));
+  dm = _mm512_zextps128_ps512(dmf);
+}
+
 struct Q4_0 {
   using Block = BlockQ4_0;
   struct W {
@@ -111,18 +131,45 @@ struct Q4_1 {
     __m512 dm;  // (d0, m0, d1, m1, 0, ...)
   };
   static W load(const Block& b0, const Block& b1) {
-    const __m128i h = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(load_u32(&b0.d))),
-                                       static_cast<int>(load_u32(&b1.d)), 1);
-    const __m128 dm = _mm_cvtph_ps(h);
-    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-                                           _mm512_castps128_ps512(dm));
-    return {load_nibbles2(b0.qs, b1.qs), d, _mm512_zextps128_ps512(dm)};
+    W w;
+    w.q = load_nibbles2(b0.qs, b1.qs);
+    load_dm2(b0, b1, w.d, w.dm);
+    return w;
   }
   static __m512 pair(const W& w, const XPair& x, __m512 acc) {
     acc = _mm512_fmadd_ps(w.dm, x.s_odd, acc);
     const __m512i dot = dot_u8_i8_acc(_mm512_setzero_si512(), w.q, x.q);
     return _mm512_fmadd_ps(_mm512_mul_ps(w.d, x.d), _mm512_cvtepi32_ps(dot), acc);
   }
+};
+
+struct Q5_0 {
+  using Block = BlockQ5_0;
+  struct W {
+    __m512i q;  // 0..31
+    __m512 d;
+  };
+  static W load(const Block& b0, const Block& b1) {
+    return {_mm512_or_si512(load_nibbles2(b0.qs, b1.qs), high_bits2(b0.qh, b1.qh)), spread2(b0.d, b1.d)};
+  }
+  static __m512 pair(const W& w, const XPair& x, __m512 acc) {
+    // sum (q - 16) * x: the -16 is twice Q4_0's -8 correction.
+    const __m512i dot = dot_u8_i8_acc(_mm512_slli_epi32(x.neg_sum8, 1), w.q, x.q);
+    return _mm512_fmadd_ps(_mm512_mul_ps(w.d, x.d), _mm512_cvtepi32_ps(dot), acc);
+  }
+};
+
+// Q4_1's arithmetic on 5-bit values.
+struct Q5_1 {
+  using Block = BlockQ5_1;
+  using W = Q4_1::W;
+  static W load(const Block& b0, const Block& b1) {
+    W w;
+    w.q = _mm512_or_si512(load_nibbles2(b0.qs, b1.qs), high_bits2(b0.qh, b1.qh));
+    load_dm2(b0, b1, w.d, w.dm);
+    return w;
+  }
+  static __m512 pair(const W& w, const XPair& x, __m512 acc) { return Q4_1::pair(w, x, acc); }
 };
 
 struct Q8_0 {
@@ -379,6 +426,7 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
       nullptr, nullptr,  // the 16-row Q8_0 layout needs vpdpbusd (vpmaddubsw would saturate on q + 128)
 #endif
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
+      &tile<Q5_0>, &tile<Q5_1>,
   };
   return table;
 }

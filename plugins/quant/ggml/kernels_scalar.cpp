@@ -29,6 +29,28 @@ float dot_q4_1_block(const BlockQ4_1& w, const BlockQ8_1& x) {
          f16_to_f32(w.m) * f16_to_f32(x.s);
 }
 
+// Bit 4 of element j is bit j of qh (blocks.hpp).
+int q5_high_bit(const uint8_t* qh, int j) { return ((qh[j / 8] >> (j % 8)) & 1) << 4; }
+
+float dot_q5_0_block(const BlockQ5_0& w, const BlockQ8_1& x) {
+  int sum = 0;
+  for (int j = 0; j < kBlock / 2; ++j) {
+    sum += (((w.qs[j] & 0x0F) | q5_high_bit(w.qh, j)) - 16) * x.qs[j];
+    sum += (((w.qs[j] >> 4) | q5_high_bit(w.qh, j + kBlock / 2)) - 16) * x.qs[j + kBlock / 2];
+  }
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+// As Q4_1: the m * sum(x) term is m * s.
+float dot_q5_1_block(const BlockQ5_1& w, const BlockQ8_1& x) {
+  int sum = 0;
+  for (int j = 0; j < kBlock / 2; ++j) {
+    sum += ((w.qs[j] & 0x0F) | q5_high_bit(w.qh, j)) * x.qs[j];
+    sum += ((w.qs[j] >> 4) | q5_high_bit(w.qh, j + kBlock / 2)) * x.qs[j + kBlock / 2];
+  }
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum) + f16_to_f32(w.m) * f16_to_f32(x.s);
+}
+
 float dot_q8_0_block(const BlockQ8_0& w, const BlockQ8_1& x) {
   int sum = 0;
   for (int j = 0; j < kBlock; ++j) sum += w.qs[j] * x.qs[j];
@@ -189,6 +211,8 @@ const KernelTable& scalar_kernel_table() {
       &dot_blocks_f32<DType::q4_1, BlockQ4_1>,
       &dot_blocks_f32<DType::q8_0, BlockQ8_0>,
       &f32_tile,
+      &tile<BlockQ5_0, dot_q5_0_block>,
+      &tile<BlockQ5_1, dot_q5_1_block>,
   };
   return table;
 }

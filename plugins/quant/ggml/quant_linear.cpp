@@ -27,6 +27,8 @@ QuantTileFn tile_for(const KernelTable& k, DType type) {
     case DType::q4_0: return k.q4_0;
     case DType::q4_1: return k.q4_1;
     case DType::q8_0: return k.q8_0;
+    case DType::q5_0: return k.q5_0;
+    case DType::q5_1: return k.q5_1;
     default: return nullptr;
   }
 }

@@ -1,4 +1,4 @@
-// quant_linear.hpp: y = x·Wᵀ (+ b) for Q4_0 / Q4_1 / Q8_0 weights, computed in
+// quant_linear.hpp: y = x·Wᵀ (+ b) for Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 weights, computed in
 // the quantized domain: activations are quantized once per call to Q8_1, then
 // integer block dot products with per-block f32 scales (kernels.hpp).
 #pragma once

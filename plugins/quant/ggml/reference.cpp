@@ -26,6 +26,22 @@ void scale_min_k4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
 
 int8_t round_to_i8(float v) { return static_cast<int8_t>(std::nearbyint(v)); }
 
+// The 5-bit value of element j (0..31) of a Q5_0/Q5_1 block.
+int q5_value(const uint8_t* qs, const uint8_t* qh, int j) {
+  uint32_t high;
+  std::memcpy(&high, qh, sizeof high);
+  const int low = j < kBlock / 2 ? qs[j] & 0x0F : qs[j - kBlock / 2] >> 4;
+  return low | static_cast<int>(((high >> j) & 1u) << 4);
+}
+
+// Packs 32 values 0..31 into a Q5_0/Q5_1 block's qs and qh.
+void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
+  uint32_t high = 0;
+  for (int j = 0; j < kBlock; ++j) high |= static_cast<uint32_t>(q[j] >> 4) << j;
+  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
+  std::memcpy(qh, &high, sizeof high);
+}
+
 }  // namespace
 
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
@@ -46,6 +62,21 @@ void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
       y[j] = d * static_cast<float>(x[b].qs[j] & 0x0F) + m;
       y[j + kBlock / 2] = d * static_cast<float>(x[b].qs[j] >> 4) + m;
     }
+  }
+}
+
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kBlock; ++j) y[j] = d * static_cast<float>(q5_value(x[b].qs, x[b].qh, j) - 16);
+  }
+}
+
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
+    const float d = f16_to_f32(x[b].d);
+    const float m = f16_to_f32(x[b].m);
+    for (int j = 0; j < kBlock; ++j) y[j] = d * static_cast<float>(q5_value(x[b].qs, x[b].qh, j)) + m;
   }
 }
 
@@ -138,6 +169,8 @@ bool dequantize_row(DType type, const void* x, float* y, int64_t n) {
     case DType::bf16: dequantize_row_bf16(static_cast<const uint16_t*>(x), y, n); return true;
     case DType::q4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(x), y, n); return true;
     case DType::q4_1: dequantize_row_q4_1(static_cast<const BlockQ4_1*>(x), y, n); return true;
+    case DType::q5_0: dequantize_row_q5_0(static_cast<const BlockQ5_0*>(x), y, n); return true;
+    case DType::q5_1: dequantize_row_q5_1(static_cast<const BlockQ5_1*>(x), y, n); return true;
     case DType::q8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(x), y, n); return true;
     case DType::q8_1: dequantize_row_q8_1(static_cast<const BlockQ8_1*>(x), y, n); return true;
     case DType::q4_k: dequantize_row_q4_k(static_cast<const BlockQ4K*>(x), y, n); return true;
@@ -180,6 +213,38 @@ void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
       const int q1 = std::clamp(static_cast<int>(std::nearbyint((x[j + kBlock / 2] - min) * id)), 0, 15);
       y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
+  }
+}
+
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
+    for (int j = 0; j < kBlock; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    int q[kBlock];
+    for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint(x[j] * id)) + 16, 0, 31);
+    pack_q5(q, y[b].qs, y[b].qh);
+  }
+}
+
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
+  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
+    const auto [lo, hi] = std::minmax_element(x, x + kBlock);
+    const float min = *lo;
+    const float d = (*hi - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    y[b].m = f32_to_f16(min);
+    int q[kBlock];
+    for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint((x[j] - min) * id)), 0, 31);
+    pack_q5(q, y[b].qs, y[b].qh);
   }
 }
 

@@ -14,6 +14,8 @@ namespace tessera::ggml {
 
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n);
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n);
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n);
 void dequantize_row_q4_k(const BlockQ4K* x, float* y, int64_t n);
@@ -32,6 +34,11 @@ bool dequantize_row(DType type, const void* x, float* y, int64_t n);
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+// Q5_0: as Q4_0 with 16 levels each side (the value of largest magnitude maps
+// to q = 0, -16 * d). Q5_1: d = (max - min) / 31, m = min. For tests and
+// benchmarks: ggml's own quantizer for these formats may pick other scales.
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
 
 // Activations: as Q8_0, plus s = d * sum(q) (computed from the f16-rounded d).
 // The SIMD quantizers in the kernel table produce bit-identical output.

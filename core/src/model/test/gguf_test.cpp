@@ -111,7 +111,7 @@ TEST(GgufRoundTrip, EveryTensorTypeWithAlignment) {
       ASSERT_TRUE(w.add_tensor(name, *dt, dims, payloads.back()).ok()) << name;
       cases.emplace_back(name, *dt);
     }
-    ASSERT_EQ(cases.size(), 14u);
+    ASSERT_EQ(cases.size(), 16u);
     auto r = parse(w.to_bytes());
     ASSERT_TRUE(r.ok()) << r.status().message();
     const GgufFile& f = *r.value();
@@ -282,6 +282,8 @@ TEST(GgmlTypes, MappingMatchesTheSpec) {
   EXPECT_EQ(dtype_from_ggml(1), DType::f16);
   EXPECT_EQ(dtype_from_ggml(2), DType::q4_0);
   EXPECT_EQ(dtype_from_ggml(3), DType::q4_1);
+  EXPECT_EQ(dtype_from_ggml(6), DType::q5_0);
+  EXPECT_EQ(dtype_from_ggml(7), DType::q5_1);
   EXPECT_EQ(dtype_from_ggml(8), DType::q8_0);
   EXPECT_EQ(dtype_from_ggml(12), DType::q4_k);
   EXPECT_EQ(dtype_from_ggml(13), DType::q5_k);
@@ -294,6 +296,7 @@ TEST(GgmlTypes, MappingMatchesTheSpec) {
   EXPECT_EQ(dtype_from_ggml(30), DType::bf16);
   EXPECT_EQ(dtype_from_ggml(9), std::nullopt) << "Q8_1 is an activation type, not stored";
   EXPECT_EQ(ggml_from_dtype(DType::q4_1), 3u);
+  EXPECT_EQ(ggml_from_dtype(DType::q5_1), 7u);
   EXPECT_EQ(ggml_from_dtype(DType::u8), std::nullopt);
 }
 

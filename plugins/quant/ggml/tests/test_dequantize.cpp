@@ -47,6 +47,40 @@ TEST(Dequantize, Q4_1) {
   EXPECT_FLOAT_EQ(y[31], -1.0f);
 }
 
+TEST(Dequantize, Q5_0TakesItsFifthBitFromQh) {
+  BlockQ5_0 b{};
+  b.d = kHalf;
+  std::memset(b.qs, 0x00, sizeof b.qs);  // every low nibble 0: q = 0 or 16
+  b.qh[0] = 0x01;                        // element 0: q = 16 -> 0
+  b.qh[2] = 0x02;                        // element 17: q = 16 -> 0
+  b.qh[3] = 0x80;                        // element 31: q = 16 + 15 below
+  b.qs[15] = 0xF0;                       // element 15: q = 0 -> -8; element 31: q = 31 -> 7.5
+  b.qs[3] = 0x0F;                        // element 3: q = 15 -> -0.5
+  float y[32];
+  dequantize_row_q5_0(&b, y, 32);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);
+  EXPECT_FLOAT_EQ(y[17], 0.0f);
+  EXPECT_FLOAT_EQ(y[31], 7.5f);
+  EXPECT_FLOAT_EQ(y[15], -8.0f);
+  EXPECT_FLOAT_EQ(y[3], -0.5f);
+  EXPECT_FLOAT_EQ(y[16], -8.0f);  // q = 0
+}
+
+TEST(Dequantize, Q5_1) {
+  BlockQ5_1 b{};
+  b.d = kTwo;
+  b.m = kMinusOne;
+  b.qs[3] = 0x52;   // element 3: q = 2; element 19: q = 5
+  b.qh[2] = 0x08;   // element 19 gains 16: q = 21
+  b.qh[0] = 0x01;   // element 0: q = 16
+  float y[32];
+  dequantize_row_q5_1(&b, y, 32);
+  EXPECT_FLOAT_EQ(y[3], 3.0f);
+  EXPECT_FLOAT_EQ(y[19], 41.0f);
+  EXPECT_FLOAT_EQ(y[0], 31.0f);
+  EXPECT_FLOAT_EQ(y[31], -1.0f);  // q = 0 -> the minimum
+}
+
 TEST(Dequantize, Q8_0AndQ8_1) {
   BlockQ8_0 b{};
   BlockQ8_1 b1{};

@@ -31,6 +31,8 @@ const Format kFormats[] = {
     {"q4_0", DType::q4_0, &KernelTable::q4_0},
     {"q4_1", DType::q4_1, &KernelTable::q4_1},
     {"q8_0", DType::q8_0, &KernelTable::q8_0},
+    {"q5_0", DType::q5_0, &KernelTable::q5_0},
+    {"q5_1", DType::q5_1, &KernelTable::q5_1},
 };
 
 // Weight rows made by quantizing random floats with the reference quantizer.
@@ -44,6 +46,8 @@ std::vector<uint8_t> make_weights(DType type, int rows, int64_t cols, uint32_t s
     if (type == DType::q4_0) quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), cols);
     if (type == DType::q4_1) quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), cols);
     if (type == DType::q8_0) quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), cols);
+    if (type == DType::q5_0) quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), cols);
+    if (type == DType::q5_1) quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), cols);
   }
   return w;
 }
@@ -142,7 +146,28 @@ TEST_P(KernelLevel, IntegerSumsExact) {
       want41 += (q & 15) * x[b].qs[j] + (q >> 4) * x[b].qs[j + 16];
     }
   }
+  // Q5_0/Q5_1: the same nibbles with a fifth bit from qh (block 0: every
+  // high bit set, so its values are 16 and 31: the largest products).
+  std::vector<BlockQ5_0> w50(nb);
+  std::vector<BlockQ5_1> w51(nb);
+  int64_t want50 = 0, want51 = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    w50[b].d = w51[b].d = kOne;
+    w51[b].m = 0;
+    for (int i = 0; i < 4; ++i) w50[b].qh[i] = w51[b].qh[i] = (b == 0) ? 0xFF : bytes[b * 4 + i + 3];
+    for (int j = 0; j < 16; ++j) w50[b].qs[j] = w51[b].qs[j] = w40[b].qs[j];
+    for (int j = 0; j < 32; ++j) {
+      const int nibble = j < 16 ? (w50[b].qs[j] & 15) : (w50[b].qs[j - 16] >> 4);
+      const int q = nibble | (((w50[b].qh[j / 8] >> (j % 8)) & 1) << 4);
+      want50 += (q - 16) * x[b].qs[j];
+      want51 += q * x[b].qs[j];
+    }
+  }
   float y = 0;
+  simd.q5_0(w50.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);
+  EXPECT_EQ(y, static_cast<float>(want50));
+  simd.q5_1(w51.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);  // m = 0: the s term adds nothing
+  EXPECT_EQ(y, static_cast<float>(want51));
   simd.q8_0(w8.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);
   EXPECT_EQ(y, static_cast<float>(want8));
   simd.q4_0(w40.data(), 0, 1, x.data(), nb, 1, nb, &y, 1);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "float_linear.hpp"
+#include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
 #include "test_util.hpp"
@@ -26,7 +27,6 @@ namespace {
 using testing::random_bytes;
 using testing::random_floats;
 
-bool is_quantized_domain(DType t) { return t == DType::q4_0 || t == DType::q4_1 || t == DType::q8_0; }
 
 // Weight bytes for [rows, cols] of `type`. Q4_0/Q4_1/Q8_0 come from the
 // reference quantizer; K-quants are random bytes with sane super-block scales;
@@ -43,6 +43,8 @@ std::vector<uint8_t> make_weight_bytes(DType type, int64_t rows, int64_t cols, u
       case DType::q4_0: quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols); break;
       case DType::q4_1: quantize_row_q4_1(src, reinterpret_cast<BlockQ4_1*>(dst), cols); break;
       case DType::q8_0: quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols); break;
+      case DType::q5_0: quantize_row_q5_0(src, reinterpret_cast<BlockQ5_0*>(dst), cols); break;
+      case DType::q5_1: quantize_row_q5_1(src, reinterpret_cast<BlockQ5_1*>(dst), cols); break;
       case DType::f32: std::memcpy(dst, src, row_bytes); break;
       case DType::f16:
         for (int64_t i = 0; i < cols; ++i) reinterpret_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
@@ -92,7 +94,7 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
   ASSERT_TRUE(level.ok());
   const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::f32, 72},
                         {DType::f16, 200},  {DType::bf16, 64},  {DType::q4_k, 512}, {DType::q5_k, 256},
-                        {DType::q6_k, 256}};
+                        {DType::q6_k, 256}, {DType::q5_0, 576}, {DType::q5_1, 160}};
   constexpr int64_t kOut = 67;  // not a multiple of the tile height; with in = 576 Q4_1 it goes parallel
   for (const Case& c : cases) {
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
@@ -128,12 +130,16 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
           double tol = 1e-5 * abs_sum + 1e-5;
           if (is_quantized_domain(c.type)) {
             tol += quant_bound;
-            if (c.type == DType::q4_1) {
-              const auto* blocks = reinterpret_cast<const BlockQ4_1*>(w.data() + r * dtype_row_bytes(c.type, c.in));
+            // Q4_1/Q5_1: m * s carries the f16 rounding of s = d * sum(q).
+            if (c.type == DType::q4_1 || c.type == DType::q5_1) {
+              const uint8_t* row = w.data() + r * dtype_row_bytes(c.type, c.in);
+              const size_t block_bytes = dtype_info(c.type).block_bytes;
               for (int64_t b = 0; b < c.in / 32; ++b) {
+                uint16_t m;  // the f16 right after d in both layouts
+                std::memcpy(&m, row + b * block_bytes + 2, sizeof m);
                 double xs = 0;
                 for (int j = 0; j < 32; ++j) xs += std::fabs(xr[b * 32 + j]);
-                tol += std::fabs(f16_to_f32(blocks[b].m)) * xs * (2.0 / 2048.0);
+                tol += std::fabs(f16_to_f32(m)) * xs * (2.0 / 2048.0);
               }
             }
           }
@@ -153,7 +159,8 @@ TEST_P(LinearLevel, FloatPathOnBlockFormatsIsTheExactProduct) {
   testing::ScopedLevel level(GetParam());
   ASSERT_TRUE(level.ok());
   constexpr int64_t kOut = 67;
-  for (const Case& c : {Case{DType::q4_0, 96}, Case{DType::q4_1, 576}, Case{DType::q8_0, 160}}) {
+  for (const Case& c : {Case{DType::q4_0, 96}, Case{DType::q4_1, 576}, Case{DType::q8_0, 160}, Case{DType::q5_0, 96},
+                        Case{DType::q5_1, 64}}) {
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
     std::vector<float> wf(kOut * c.in);
     for (int64_t r = 0; r < kOut; ++r)

@@ -56,8 +56,8 @@ TensorRef make_ref(const char* name, DType type, const char* format, int64_t row
 TEST_F(PluginTest, Describes) {
   EXPECT_EQ(info_->family, PluginFamily::quant);
   EXPECT_STREQ(info_->name, "ggml");
-  const std::vector<std::string> want = {"f32",       "f16",       "bf16",      "ggml.q4_0", "ggml.q4_1",
-                                         "ggml.q8_0", "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
+  const std::vector<std::string> want = {"f32",       "f16",       "bf16",      "ggml.q4_0", "ggml.q4_1", "ggml.q5_0",
+                                         "ggml.q5_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
   EXPECT_EQ(quantizer_->formats(), want);
 }
 

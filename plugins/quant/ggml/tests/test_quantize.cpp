@@ -34,6 +34,35 @@ TEST(Quantize, Q4_0WithinOneStep) {
   }
 }
 
+// Q5_0 and Q5_1 round trip: within the step of each block (half a step from
+// rounding, a full one where Q5_0 clamps at +15 opposite the largest
+// magnitude), and the 5-bit packing keeps every value (checked by a second
+// round trip being exact).
+TEST(Quantize, Q5_0AndQ5_1WithinOneStepAndStable) {
+  const auto x = random_floats(kN, 5);
+  std::vector<BlockQ5_0> q0(kN / 32), q0_again(kN / 32);
+  std::vector<BlockQ5_1> q1(kN / 32);
+  std::vector<float> y0(kN), y1(kN), y0_again(kN);
+  quantize_row_q5_0(x.data(), q0.data(), kN);
+  quantize_row_q5_1(x.data(), q1.data(), kN);
+  dequantize_row_q5_0(q0.data(), y0.data(), kN);
+  dequantize_row_q5_1(q1.data(), y1.data(), kN);
+  for (int64_t b = 0; b < kN / 32; ++b) {
+    const float d0 = std::fabs(f16_to_f32(q0[b].d));
+    const float d1 = f16_to_f32(q1[b].d), m1 = f16_to_f32(q1[b].m);
+    const float bound1 = 0.5f * d1 + (std::fabs(m1) + 31 * d1) * kF16Rel;  // as Q4_1's, 31 steps
+    for (int j = 0; j < 32; ++j) {
+      const int64_t i = b * 32 + j;
+      EXPECT_LE(std::fabs(y0[i] - x[i]), d0 * (1.0f + 16 * kF16Rel)) << "q5_0 " << i;
+      EXPECT_LE(std::fabs(y1[i] - x[i]), bound1) << "q5_1 " << i;
+    }
+  }
+  // Values already on the grid quantize to themselves.
+  quantize_row_q5_0(y0.data(), q0_again.data(), kN);
+  dequantize_row_q5_0(q0_again.data(), y0_again.data(), kN);
+  EXPECT_EQ(y0, y0_again);
+}
+
 TEST(Quantize, Q4_1WithinHalfStep) {
   const auto x = random_floats(kN, 2);
   std::vector<BlockQ4_1> q(kN / 32);
