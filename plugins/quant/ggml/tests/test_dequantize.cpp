@@ -225,7 +225,77 @@ TEST(Dequantize, FastRowsAreTheReferenceBits) {
     EXPECT_EQ(std::memcmp(fast.data(), ref.data(), kN * sizeof(float)), 0) << dtype_name(c.type);
   }
   float y[32];
-  EXPECT_FALSE(dequantize_row_fast(DType::q4_k, q4_1.data(), y, 32));  // not handled: the caller falls back
+  EXPECT_FALSE(dequantize_row_fast(DType::f16, q4_1.data(), y, 32));  // not handled: the caller falls back
+}
+
+// The fast K-quant rows (Q4_K, Q5_K, Q6_K) against the reference, bit for bit:
+// random bytes for the quants and packed sub-block scales, random finite f16
+// d and dmin (both signs, subnormals included), plus super-blocks with +-0,
+// the smallest subnormal, the smallest normal and the largest f16 as d or
+// dmin, all sub-block scales and mins 63, Q6_K scales -128 and 127, and all
+// fifth (Q5_K) or high (Q6_K) bits set or clear; rows of 1 to 11 super-blocks.
+// A guard past each row checks that the fast path writes exactly n values.
+TEST(Dequantize, FastKQuantRowsAreTheReferenceBits) {
+  std::mt19937 rng(23);
+  auto random_half = [&] {
+    uint16_t h;
+    do h = static_cast<uint16_t>(rng()); while ((h & 0x7C00) == 0x7C00);  // no inf or NaN
+    return h;
+  };
+  auto fill = [&](auto& block) {  // every byte random; d and dmin replaced below
+    auto* p = reinterpret_cast<uint8_t*>(&block);
+    for (size_t i = 0; i < sizeof block; ++i) p[i] = static_cast<uint8_t>(rng());
+  };
+  constexpr int64_t kRowBlocks[] = {1, 2, 6, 11};  // super-blocks per row
+  constexpr uint16_t kEdgeHalves[] = {0x0001, 0x8001, 0x7BFF, 0xFBFF, 0x0000, 0x8000, 0x0400};
+  constexpr size_t kEdges = std::size(kEdgeHalves);
+  int64_t total = 0;
+  for (int64_t nb : kRowBlocks) total += nb;
+  std::vector<BlockQ4K> q4_k(static_cast<size_t>(total));
+  std::vector<BlockQ5K> q5_k(q4_k.size());
+  std::vector<BlockQ6K> q6_k(q4_k.size());
+  for (size_t b = 0; b < q4_k.size(); ++b) {
+    fill(q4_k[b]);
+    fill(q5_k[b]);
+    fill(q6_k[b]);
+    q4_k[b].d = random_half();
+    q4_k[b].dmin = random_half();
+    q5_k[b].d = random_half();
+    q5_k[b].dmin = random_half();
+    q6_k[b].d = random_half();
+  }
+  for (size_t e = 0; e < kEdges; ++e) {  // edge scales in the longest row
+    const size_t b = q4_k.size() - 1 - e;
+    q4_k[b].d = q5_k[b].d = q6_k[b].d = kEdgeHalves[e];
+    q4_k[b].dmin = q5_k[b].dmin = kEdgeHalves[(e + 3) % kEdges];
+  }
+  std::memset(q4_k[0].scales, 0xFF, sizeof q4_k[0].scales);  // all sc = mn = 63
+  std::memset(q5_k[0].qh, 0xFF, sizeof q5_k[0].qh);          // every fifth bit set
+  std::memset(q6_k[0].qh, 0x00, sizeof q6_k[0].qh);          // q = low nibble - 32
+  q6_k[1].scales[0] = -128;
+  q6_k[1].scales[15] = 127;
+
+  const struct {
+    DType type;
+    const uint8_t* data;
+    size_t block_bytes;
+  } cases[] = {{DType::q4_k, reinterpret_cast<const uint8_t*>(q4_k.data()), sizeof(BlockQ4K)},
+               {DType::q5_k, reinterpret_cast<const uint8_t*>(q5_k.data()), sizeof(BlockQ5K)},
+               {DType::q6_k, reinterpret_cast<const uint8_t*>(q6_k.data()), sizeof(BlockQ6K)}};
+  constexpr int kGuard = 8;
+  for (const auto& c : cases) {
+    const uint8_t* row = c.data;
+    for (int64_t nb : kRowBlocks) {
+      const int64_t n = nb * kSuperBlock;
+      std::vector<float> fast(static_cast<size_t>(n + kGuard), -1.0f), ref(static_cast<size_t>(n), -2.0f);  // [n + guard], [n]
+      ASSERT_TRUE(dequantize_row_fast(c.type, row, fast.data(), n)) << dtype_name(c.type);
+      ASSERT_TRUE(dequantize_row(c.type, row, ref.data(), n));
+      EXPECT_EQ(std::memcmp(fast.data(), ref.data(), static_cast<size_t>(n) * sizeof(float)), 0)
+          << dtype_name(c.type) << ", row of " << nb << " super-blocks";
+      for (int g = 0; g < kGuard; ++g) EXPECT_EQ(fast[static_cast<size_t>(n + g)], -1.0f) << dtype_name(c.type);
+      row += static_cast<size_t>(nb) * c.block_bytes;
+    }
+  }
 }
 
 }  // namespace
