@@ -62,7 +62,7 @@ struct BlockQ8_1 {
 };
 
 // 8 sub-blocks of 32: x = d * sc[i] * q - dmin * mn[i], q in 0..15; sc and mn
-// are 6-bit values packed into `scales` (see reference.cpp, scale_min_k4).
+// are 6-bit values packed into `scales` (see reference.cpp, k4_scale_min).
 // qs holds 4 chunks of 64 elements: chunk c's first 32 elements are the low
 // nibbles of qs[32c .. 32c+31], its last 32 the high nibbles.
 struct BlockQ4K {
@@ -89,6 +89,15 @@ struct BlockQ6K {
   uint8_t qh[kSuperBlock / 4];
   int8_t scales[kSuperBlock / 16];
   uint16_t d;
+};
+
+// Activations for the K-quant formats: a super-block of 256, x = d * q with
+// d = max|x| / 127 in f32, and bsums[g] = sum of q over elements [16g, 16g + 16)
+// (the kernels remove Q4_K/Q5_K's minimum and Q6_K's - 32 through them).
+struct BlockQ8K {
+  float d;
+  int8_t qs[kSuperBlock];
+  int16_t bsums[kSuperBlock / 16];
 };
 
 // Repacked layouts (ours, not ggml's): the same block of 8 consecutive rows,
@@ -159,6 +168,7 @@ static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4K) == 144);
 static_assert(sizeof(BlockQ5K) == 176);
 static_assert(sizeof(BlockQ6K) == 210);
+static_assert(sizeof(BlockQ8K) == 292);
 static_assert(offsetof(BlockQ6K, d) == 208);
 
 }  // namespace tessera::ggml

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "blocks.hpp"
+#include "k_scales.hpp"
 #include "tessera/half.hpp"
 #include "tessera/simd_clones.hpp"
 
@@ -66,28 +67,12 @@ void q8_0_rows(const BlockQ8_0* __restrict x, float* __restrict y, int64_t n_blo
 // it into a multiply-subtract (the Haswell clone does), and every clone gives
 // the reference's bits.
 
-// The factors of the 8 sub-blocks of a Q4_K/Q5_K super-block, from its 12
-// bytes of packed 6-bit scales and mins (reference.cpp, scale_min_k4): for
-// j < 4, sub-block j has scale = (byte j) & 63, min = (byte j + 4) & 63;
-// sub-block j + 4 has as bits 0..3 the low (scale) and high (min) nibble of
-// byte j + 8, as bits 4..5 the top 2 bits of byte j (scale) and j + 4 (min).
-// Done on 4 bytes at once in 32-bit words (little-endian, as the GGUF blocks
-// themselves): written byte by byte it compiled to scalar code and element
-// inserts and cost 13-26 ns more per row of 1536. Not a clone, so the clones
-// call it; inlined by hand into them it ran slower.
+// The factors of the 8 sub-blocks of a Q4_K/Q5_K super-block: d * sc and
+// dmin * mn (k_scales.hpp unpacks sc and mn). Not a clone, so the clones call
+// it; inlined by hand into them it ran slower.
 void k4_factors(const uint8_t* scales, float d, float dmin, float* dl, float* ml) {  // dl, ml: [8]
-  uint32_t w0, w4, w8;  // bytes 0..3, 4..7, 8..11
-  std::memcpy(&w0, scales, 4);
-  std::memcpy(&w4, scales + 4, 4);
-  std::memcpy(&w8, scales + 8, 4);
-  const uint32_t sc_mn[4] = {
-      w0 & 0x3F3F3F3Fu,                                   // scales of sub-blocks 0..3
-      (w8 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u),    // scales of 4..7
-      w4 & 0x3F3F3F3Fu,                                   // mins of 0..3
-      ((w8 >> 4) & 0x0F0F0F0Fu) | ((w4 >> 2) & 0x30303030u)};  // mins of 4..7
   uint8_t sc[8], mn[8];
-  std::memcpy(sc, sc_mn, 8);
-  std::memcpy(mn, sc_mn + 2, 8);
+  unpack_k4_scales(scales, sc, mn);
   for (int j = 0; j < 8; ++j) {
     dl[j] = d * static_cast<float>(sc[j]);
     ml[j] = dmin * static_cast<float>(mn[j]);

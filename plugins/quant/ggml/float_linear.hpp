@@ -1,7 +1,7 @@
 // float_linear.hpp: y = x·Wᵀ (+ b) computed in f32, for weights stored as
 // f32/f16/bf16 (converted on the fly inside the SIMD dot) and for block
-// formats (the K-quants always; Q4_0/Q4_1/Q8_0 when the plugin's activations
-// = "f32"): weight rows are dequantized to f32 a few at a time, then
+// formats (when the plugin's activations = "f32"; otherwise QuantLinear and
+// KQuantLinear take them): weight rows are dequantized to f32 a few at a time, then
 // multiplied with every activation row of the chunk by f32 tiles
 // (KernelTable::f32_tile). A single activation row with Q4_0/Q4_1/Q8_0
 // weights is dotted straight from the blocks instead (KernelTable::q4_1_f32,

@@ -7,6 +7,7 @@
 
 #include "float_linear.hpp"
 #include "formats.hpp"
+#include "kquant_linear.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
 #include "tessera/plugin.hpp"
@@ -18,9 +19,9 @@ namespace {
 
 class GgmlQuantizer final : public Quantizer {
  public:
-  // activations = "q8": the Q4_0/Q4_1/Q8_0 products quantize each activation
-  // block to 8 bits and multiply in integers (llama.cpp's arithmetic, the
-  // fast path). "f32": they dequantize each weight row and multiply in f32,
+  // activations = "q8": the block-format products quantize each activation
+  // block to 8 bits (Q8_1 per 32, Q8_K per 256 for the K-quants) and multiply
+  // in integers (llama.cpp's arithmetic, the fast path). "f32": they dequantize each weight row and multiply in f32,
   // the exact product of the stored weights; for checking the model against
   // an f32 reference engine (tools/f32-reference); on the default model decode
   // is ~160 tok/s instead of ~350, prefill ~435 instead of ~1800.
@@ -52,6 +53,9 @@ class GgmlQuantizer final : public Quantizer {
       if (!f32_activations_ && is_quantized_domain(type)) {
         return std::unique_ptr<Linear>(
             std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_));
+      }
+      if (!f32_activations_ && (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)) {
+        return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b)));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
     } catch (const std::exception& e) {
@@ -85,7 +89,7 @@ class GgmlQuantizer final : public Quantizer {
 
 constexpr ParamSpec kGgmlParams[] = {
     param_string("activations", "\"q8\"", "q8|f32",
-                 "q8: Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 products quantize activations per block to 8 bits (fast, llama.cpp's "
+                 "q8: block-format products quantize activations per block (32, or 256 for K-quants) to 8 bits (fast, llama.cpp's "
                  "arithmetic); f32: exact f32 products of the dequantized weights (slow, for reference checks)"),
 };
 

@@ -71,6 +71,13 @@ struct ActivationScales {
 using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* xs,
                               size_t x_row_blocks, int nx, float* y, size_t y_stride);
 
+// K-quant tile: as QuantTileFn, for weight rows of nb Q4_K/Q5_K/Q6_K
+// super-blocks and activation rows of nb Q8_K blocks (x_row_blocks apart).
+// The integer sums per super-block are exact; the block scales are applied
+// in f32. nw <= kMaxTileW, nx <= kMaxTileX.
+using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks,
+                              int nx, int64_t nb, float* y, size_t y_stride);
+
 struct KernelTable {
   SimdLevel level;
   const char* name;
@@ -102,6 +109,10 @@ struct KernelTable {
   // that are not whole 256-element super-blocks): the ggml layout, no repacking.
   QuantTileFn q5_0;
   QuantTileFn q5_1;
+  // Q4_K, Q5_K, Q6_K against Q8_K activations (quantize_row_q8_k, reference.hpp).
+  KQuantTileFn q4_k;
+  KQuantTileFn q5_k;
+  KQuantTileFn q6_k;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

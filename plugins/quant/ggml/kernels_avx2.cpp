@@ -12,6 +12,7 @@
 // per-(weight row, activation row) accumulator, reduced once at the end.
 #include <immintrin.h>
 
+#include "k_scales.hpp"
 #include "kernels.hpp"
 
 namespace tessera::ggml {
@@ -192,6 +193,44 @@ void tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x, size_t 
     const int n = nx - x0 < kTileX ? nx - x0 : kTileX;
     table[nw - 1][n - 1](wb, w_row_bytes, x + x0 * x_row_blocks, x_row_blocks, nb,
                          y + x0 * y_stride, y_stride);
+  }
+}
+
+#include "kquant_unpack_impl.hpp"
+
+// One unpacked weight super-block against one Q8_K block, added to acc (8
+// lanes, summed at the end). Each 32-element step: vpmaddubsw (u8 quant x i8
+// activation, pairs to i16: at most 2 * 63 * 127), then vpmaddwd with the
+// pairs' scales (to i32), so the scaled integer sum stays exact in 8 lanes.
+inline __m256 dot_kquant_block(const KQuantUnpacked& u, const BlockQ8K& x, __m256 acc) {
+  __m256i sum = _mm256_setzero_si256();
+  for (int k = 0; k < kSuperBlock / 32; ++k) {
+    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * k));
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * k));
+    const __m256i scale = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale + 16 * k));
+    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, qx), scale));
+  }
+  const __m256i off = _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(u.offset)),
+                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
+  acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d * u.d), _mm256_cvtepi32_ps(sum), acc);
+  return _mm256_fnmadd_ps(_mm256_set1_ps(x.d * u.dmin), _mm256_cvtepi32_ps(off), acc);
+}
+
+// Each weight super-block is unpacked once and used for every activation row
+// of the tile.
+template <UnpackFn Unpack, size_t BlockBytes>
+void kquant_tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks, int nx,
+                 int64_t nb, float* y, size_t y_stride) {
+  KQuantUnpacked u;
+  for (int wi = 0; wi < nw; ++wi) {
+    const uint8_t* row = static_cast<const uint8_t*>(w) + wi * w_row_bytes;
+    __m256 acc[kMaxTileX];
+    for (int xi = 0; xi < nx; ++xi) acc[xi] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      Unpack(row + b * BlockBytes, u);
+      for (int xi = 0; xi < nx; ++xi) acc[xi] = dot_kquant_block(u, x[xi * x_row_blocks + b], acc[xi]);
+    }
+    for (int xi = 0; xi < nx; ++xi) y[xi * y_stride + wi] = hsum(acc[xi]);
   }
 }
 
@@ -381,6 +420,8 @@ const KernelTable& avx2_kernel_table() {
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,
+      &kquant_tile<unpack_q4_k, sizeof(BlockQ4K)>, &kquant_tile<unpack_q5_k, sizeof(BlockQ5K)>,
+      &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
   };
   return table;
 }

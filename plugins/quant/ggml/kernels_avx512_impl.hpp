@@ -427,6 +427,8 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
 #endif
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,
+      // The K-quants run the AVX2 kernels (a 512-bit version is not written yet).
+      avx2_kernel_table().q4_k, avx2_kernel_table().q5_k, avx2_kernel_table().q6_k,
   };
   return table;
 }

@@ -1,11 +1,39 @@
 // kernels_scalar.cpp: the portable reference kernels. Every SIMD level is tested
 // against these; they are also what a CPU without AVX2 runs.
+#include "k_scales.hpp"
 #include "kernels.hpp"
 #include "reference.hpp"
 #include "tessera/half.hpp"
 
 namespace tessera::ggml {
 namespace {
+
+inline float f16(uint16_t h) { return f16_to_f32(h); }
+#include "kquant_unpack_impl.hpp"
+
+// One unpacked weight super-block against one Q8_K block (kquant_unpack_impl.hpp).
+float dot_kquant_block(const KQuantUnpacked& u, const BlockQ8K& x) {
+  int32_t sum = 0;
+  for (int e = 0; e < kSuperBlock; ++e) sum += u.scale[e / 2] * u.q[e] * x.qs[e];
+  int32_t off = 0;
+  for (int g = 0; g < kSuperBlock / 16; ++g) off += u.offset[g] * x.bsums[g];
+  return x.d * (u.d * static_cast<float>(sum) - u.dmin * static_cast<float>(off));
+}
+
+template <UnpackFn Unpack, size_t BlockBytes>
+void kquant_tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks, int nx,
+                 int64_t nb, float* y, size_t y_stride) {
+  KQuantUnpacked u;
+  for (int wi = 0; wi < nw; ++wi) {
+    const uint8_t* row = static_cast<const uint8_t*>(w) + wi * w_row_bytes;
+    float acc[kMaxTileX] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      Unpack(row + b * BlockBytes, u);
+      for (int xi = 0; xi < nx; ++xi) acc[xi] += dot_kquant_block(u, x[xi * x_row_blocks + b]);
+    }
+    for (int xi = 0; xi < nx; ++xi) y[xi * y_stride + wi] = acc[xi];
+  }
+}
 
 // Integer dot of one block: sum of q_w[j] * q_x[j] over the block's 32 elements,
 // with q_w already mapped to its signed/unsigned integer value.
@@ -213,6 +241,9 @@ const KernelTable& scalar_kernel_table() {
       &f32_tile,
       &tile<BlockQ5_0, dot_q5_0_block>,
       &tile<BlockQ5_1, dot_q5_1_block>,
+      &kquant_tile<unpack_q4_k, sizeof(BlockQ4K)>,
+      &kquant_tile<unpack_q5_k, sizeof(BlockQ5K)>,
+      &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
   };
   return table;
 }

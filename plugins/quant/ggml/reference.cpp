@@ -10,20 +10,6 @@
 namespace tessera::ggml {
 namespace {
 
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
-// Sub-blocks 0..3 keep theirs in the low 6 bits of bytes j and j + 4; sub-blocks
-// 4..7 split theirs into the nibbles of byte j + 4 and the top 2 bits of bytes
-// j - 4 (scale) and j (min).
-void scale_min_k4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 int8_t round_to_i8(float v) { return static_cast<int8_t>(std::nearbyint(v)); }
 
 // The 5-bit value of element j (0..31) of a Q5_0/Q5_1 block.
@@ -43,6 +29,44 @@ void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
 }
 
 }  // namespace
+
+// Sub-blocks 0..3 keep their scale and min in the low 6 bits of bytes j and
+// j + 4; sub-blocks 4..7 split theirs into the nibbles of byte j + 4 and the
+// top 2 bits of bytes j - 4 (scale) and j (min).
+void k4_scale_min(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Layouts as in blocks.hpp and the dequantizers below: Q4_K/Q5_K chunk c of
+// 64 elements takes its first 32 from the low nibbles of qs[32c ..], its last
+// 32 from the high ones (Q5_K: bit 2c or 2c + 1 of qh[l] on top); Q6_K half h
+// of 128 takes quarter k (32 elements) from the low (k < 2) or high nibbles of
+// ql[64h + 32 (k & 1) + l] and bits 2k, 2k + 1 of qh[32h + l].
+KQuantElement kquant_element(DType type, const void* block, int e) {
+  if (type == DType::q6_k) {
+    const auto& b = *static_cast<const BlockQ6K*>(block);
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    const uint8_t low = b.ql[64 * h + 32 * (k & 1) + l];
+    const int q = (k < 2 ? low & 0x0F : low >> 4) | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
+    return {q, b.scales[e / 16], 0};
+  }
+  const uint8_t* scales = type == DType::q4_k ? static_cast<const BlockQ4K*>(block)->scales
+                                              : static_cast<const BlockQ5K*>(block)->scales;
+  const uint8_t* qs = type == DType::q4_k ? static_cast<const BlockQ4K*>(block)->qs
+                                          : static_cast<const BlockQ5K*>(block)->qs;
+  const int c = e / 64, i = e % 64, l = i % 32;
+  int q = i < 32 ? qs[32 * c + l] & 0x0F : qs[32 * c + l] >> 4;
+  if (type == DType::q5_k) q |= ((static_cast<const BlockQ5K*>(block)->qh[l] >> (2 * c + i / 32)) & 1) << 4;
+  uint8_t scale, min;
+  k4_scale_min(e / 32, scales, &scale, &min);
+  return {q, scale, min};
+}
 
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, y += kBlock) {
@@ -101,8 +125,8 @@ void dequantize_row_q4_k(const BlockQ4K* x, float* y, int64_t n) {
     const uint8_t* q = x[b].qs;
     for (int chunk = 0; chunk < 4; ++chunk, q += 32) {  // 64 elements per chunk
       uint8_t sc0, mn0, sc1, mn1;
-      scale_min_k4(2 * chunk, x[b].scales, &sc0, &mn0);
-      scale_min_k4(2 * chunk + 1, x[b].scales, &sc1, &mn1);
+      k4_scale_min(2 * chunk, x[b].scales, &sc0, &mn0);
+      k4_scale_min(2 * chunk + 1, x[b].scales, &sc1, &mn1);
       const float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
       for (int l = 0; l < 32; ++l) *y++ = d0 * static_cast<float>(q[l] & 0x0F) - m0;
       for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] >> 4) - m1;
@@ -118,8 +142,8 @@ void dequantize_row_q5_k(const BlockQ5K* x, float* y, int64_t n) {
     const uint8_t* qh = x[b].qh;
     for (int chunk = 0; chunk < 4; ++chunk, ql += 32) {
       uint8_t sc0, mn0, sc1, mn1;
-      scale_min_k4(2 * chunk, x[b].scales, &sc0, &mn0);
-      scale_min_k4(2 * chunk + 1, x[b].scales, &sc1, &mn1);
+      k4_scale_min(2 * chunk, x[b].scales, &sc0, &mn0);
+      k4_scale_min(2 * chunk + 1, x[b].scales, &sc1, &mn1);
       const float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
       const uint8_t bit0 = static_cast<uint8_t>(1u << (2 * chunk));
       const uint8_t bit1 = static_cast<uint8_t>(1u << (2 * chunk + 1));
@@ -246,6 +270,27 @@ void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
     for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint((x[j] - min) * id)), 0, 31);
     pack_q5(q, y[b].qs, y[b].qh);
   }
+}
+
+void quantize_row_q8_k(const float* x, BlockQ8K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
+    float amax = 0.0f;
+    for (int j = 0; j < kSuperBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = d;
+    for (int j = 0; j < kSuperBlock; ++j) y[b].qs[j] = round_to_i8(x[j] * id);
+    for (int g = 0; g < kSuperBlock / 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += y[b].qs[16 * g + j];
+      y[b].bsums[g] = static_cast<int16_t>(sum);
+    }
+  }
+}
+
+void dequantize_row_q8_k(const BlockQ8K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, y += kSuperBlock)
+    for (int j = 0; j < kSuperBlock; ++j) y[j] = x[b].d * static_cast<float>(x[b].qs[j]);
 }
 
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {

@@ -40,8 +40,27 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
 
+// The integer value q of element e (0..255) of a Q4_K/Q5_K/Q6_K super-block
+// (unsigned: 0..15, 0..31, 0..63), and the sub-block scale and offset that
+// turn it into the stored weight: Q4_K/Q5_K x = d * scale * q - dmin * offset
+// (scale, offset of the 32-element sub-block e / 32, 6 bits each); Q6_K
+// x = d * scale * (q - 32) (scale: the int8 of the 16-element sub-block
+// e / 16; offset 0). What the kernels are checked against, element by element.
+struct KQuantElement {
+  int q;
+  int scale;
+  int offset;
+};
+KQuantElement kquant_element(DType type, const void* block, int e);
+// The 6-bit scale and minimum of sub-block j (0..7) of a Q4_K/Q5_K super-block.
+void k4_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min);
+
 // Activations: as Q8_0, plus s = d * sum(q) (computed from the f16-rounded d).
 // The SIMD quantizers in the kernel table produce bit-identical output.
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
+// K-quant activations: per 256 values d = max|x| / 127 (f32), q = round(x / d),
+// and the sums of q per 16. n a multiple of 256.
+void quantize_row_q8_k(const float* x, BlockQ8K* y, int64_t n);
+void dequantize_row_q8_k(const BlockQ8K* x, float* y, int64_t n);
 
 }  // namespace tessera::ggml

@@ -1,0 +1,54 @@
+// kquant_linear.hpp: y = x·Wᵀ (+ b) for Q4_K / Q5_K / Q6_K weights in the
+// quantized domain: activations are quantized once per call to Q8_K (per 256
+// values: an f32 scale, 8-bit values, their sums per 16), then integer dot
+// products per super-block with the block's scales applied in f32
+// (KernelTable::q4_k, q5_k, q6_k). This is the arithmetic llama.cpp uses for
+// these formats; the f32 path (FloatLinear, activations = "f32") stays
+// available as the exact product.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "blocks.hpp"
+#include "kernels.hpp"
+#include "tessera/linear.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera::ggml {
+
+class KQuantLinear final : public Linear {
+ public:
+  // `weights`: out_features rows of in_features / 256 super-blocks of `type`
+  // (q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
+  KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias);
+
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
+  Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
+  // The split (linear.hpp): prepare() quantizes every row on the calling
+  // thread; compute() takes ranges on multiples of the tile height.
+  bool splits() const noexcept override { return true; }
+  int64_t column_alignment() const noexcept override { return kMaxTileW; }
+  Status prepare(const float* x, int64_t n_rows) noexcept override;
+  void compute(float* y, int64_t begin, int64_t end) noexcept override;
+
+ private:
+  KQuantTileFn tile(const KernelTable& k) const;
+  // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
+  void output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
+  void quantize_rows(const float* x, int64_t row_begin, int64_t row_end);
+
+  const uint8_t* weights_;
+  DType type_;
+  int64_t out_;
+  int64_t in_;
+  size_t row_bytes_;
+  std::vector<float> bias_;
+  std::vector<BlockQ8K> x_q8k_;       // [n_rows, in / 256] quantized activations; grows, never shrinks
+  KQuantTileFn prepared_tile_ = nullptr;  // chosen by the last prepare()
+  int64_t prepared_rows_ = 0;
+};
+
+}  // namespace tessera::ggml

@@ -1,0 +1,273 @@
+// The K-quant formats in the quantized domain: the per-element reading of a
+// super-block against the reference dequantizer, Q8_K activations, the tile
+// kernels (scalar against an f64 sum from the format's definition, every SIMD
+// level against scalar) and KQuantLinear (against an f64 product, split and
+// thread count).
+//
+// Tolerances: the integer sums are exact, so kernels differ only in the order
+// of the f32 operations that apply the block scales: 1e-5 * sum(|w_i * x_i|).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kquant_linear.hpp"
+#include "reference.hpp"
+#include "test_util.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_bytes;
+using testing::random_floats;
+
+constexpr DType kKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
+
+// Rows of random super-blocks with d (and dmin) of either sign around 0.01.
+// Block 0 of row 0 has every quant and scale at its maximum, the case where
+// a 16-bit pair sum would overflow if the kernels' bounds were wrong.
+std::vector<uint8_t> make_kquant_rows(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const size_t block_bytes = dtype_info(type).block_bytes;
+  std::vector<uint8_t> w = random_bytes(rows * dtype_row_bytes(type, cols), seed);
+  const auto scales = random_floats(2 * w.size() / block_bytes, seed + 1, 0.01f);
+  for (size_t b = 0; b < w.size() / block_bytes; ++b) {
+    uint8_t* blk = w.data() + b * block_bytes;
+    if (b == 0) std::memset(blk, type == DType::q6_k ? 0x7F : 0xFF, block_bytes);
+    const uint16_t d = f32_to_f16(scales[2 * b]), dmin = f32_to_f16(scales[2 * b + 1]);
+    if (type == DType::q6_k) {
+      std::memcpy(blk + offsetof(BlockQ6K, d), &d, 2);
+    } else {
+      std::memcpy(blk + offsetof(BlockQ4K, d), &d, 2);
+      std::memcpy(blk + offsetof(BlockQ4K, dmin), &dmin, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<BlockQ8K> make_q8k_rows(int64_t rows, int64_t cols, uint32_t seed) {
+  const auto f = random_floats(rows * cols, seed, 2.0f);
+  std::vector<BlockQ8K> x(rows * cols / kSuperBlock);
+  quantize_row_q8_k(f.data(), x.data(), rows * cols);
+  // Row 0, block 0: the extremes, to meet the all-maximum weight block.
+  for (int e = 0; e < kSuperBlock; ++e) x[0].qs[e] = (e % 2) ? 127 : -127;
+  for (int g = 0; g < kSuperBlock / 16; ++g) x[0].bsums[g] = 0;
+  return x;
+}
+
+float block_d(DType type, const uint8_t* blk) {
+  uint16_t h;
+  std::memcpy(&h, blk + (type == DType::q6_k ? offsetof(BlockQ6K, d) : offsetof(BlockQ4K, d)), 2);
+  return f16_to_f32(h);
+}
+
+float block_dmin(DType type, const uint8_t* blk) {
+  if (type == DType::q6_k) return 0.0f;
+  uint16_t h;
+  std::memcpy(&h, blk + offsetof(BlockQ4K, dmin), 2);
+  return f16_to_f32(h);
+}
+
+// The weight value of element e, from kquant_element and the format's formula.
+double weight_value(DType type, const uint8_t* blk, int e) {
+  const KQuantElement el = kquant_element(type, blk, e);
+  if (type == DType::q6_k) return static_cast<double>(block_d(type, blk)) * el.scale * (el.q - 32);
+  return static_cast<double>(block_d(type, blk)) * el.scale * el.q -
+         static_cast<double>(block_dmin(type, blk)) * el.offset;
+}
+
+TEST(KQuantElement, ReadsWhatTheReferenceDequantizerWrites) {
+  for (DType type : kKQuants) {
+    const auto w = make_kquant_rows(type, 1, 4 * kSuperBlock, 7);
+    std::vector<float> y(4 * kSuperBlock);
+    ASSERT_TRUE(dequantize_row(type, w.data(), y.data(), 4 * kSuperBlock));
+    const size_t block_bytes = dtype_info(type).block_bytes;
+    for (int b = 0; b < 4; ++b) {
+      const uint8_t* blk = w.data() + b * block_bytes;
+      for (int e = 0; e < kSuperBlock; ++e) {
+        // The reference's own f32 steps: (d * scale) * q - dmin * offset, each
+        // product exact, so one rounding; in double that rounding is absent.
+        EXPECT_NEAR(weight_value(type, blk, e), y[b * kSuperBlock + e], 1e-6 * std::fabs(y[b * kSuperBlock + e]) + 1e-12)
+            << dtype_name(type) << " block " << b << " element " << e;
+      }
+    }
+  }
+}
+
+TEST(Q8K, WithinHalfAStepWithSumsPerSixteen) {
+  constexpr int64_t kN = 3 * kSuperBlock;
+  const auto x = random_floats(kN, 3, 4.0f);
+  std::vector<BlockQ8K> q(kN / kSuperBlock);
+  std::vector<float> y(kN);
+  quantize_row_q8_k(x.data(), q.data(), kN);
+  dequantize_row_q8_k(q.data(), y.data(), kN);
+  for (int64_t b = 0; b < kN / kSuperBlock; ++b) {
+    float amax = 0;
+    for (int e = 0; e < kSuperBlock; ++e) amax = std::max(amax, std::fabs(x[b * kSuperBlock + e]));
+    EXPECT_FLOAT_EQ(q[b].d, amax / 127.0f);
+    for (int e = 0; e < kSuperBlock; ++e) EXPECT_LE(std::fabs(y[b * kSuperBlock + e] - x[b * kSuperBlock + e]), 0.5f * q[b].d * 1.0001f);
+    for (int g = 0; g < kSuperBlock / 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += q[b].qs[16 * g + j];
+      EXPECT_EQ(q[b].bsums[g], sum) << "block " << b << " group " << g;
+    }
+  }
+}
+
+KQuantTileFn tile_of(const KernelTable& k, DType type) {
+  return type == DType::q4_k ? k.q4_k : type == DType::q5_k ? k.q5_k : k.q6_k;
+}
+
+// sum over the row pair of w * x, and of |w * x|, in double from the definitions.
+void f64_dot(DType type, const uint8_t* w_row, const BlockQ8K* x_row, int64_t nb, double* dot, double* abs_dot) {
+  const size_t block_bytes = dtype_info(type).block_bytes;
+  *dot = *abs_dot = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int e = 0; e < kSuperBlock; ++e) {
+      const double p = weight_value(type, w_row + b * block_bytes, e) * x_row[b].d * x_row[b].qs[e];
+      *dot += p;
+      *abs_dot += std::fabs(p);
+    }
+  }
+}
+
+// The scalar kernels against the format's definition (they are what the SIMD
+// levels are then compared with). No bsums are used here, so a wrong Q8_K sum
+// or a wrong unpacked layout shows.
+TEST(KQuantTiles, ScalarIsTheF64SumOfTheDefinition) {
+  const KernelTable& k = scalar_kernel_table();
+  for (DType type : kKQuants) {
+    for (int64_t nb : {1, 3}) {
+      const int64_t cols = nb * kSuperBlock;
+      const auto w = make_kquant_rows(type, kMaxTileW, cols, static_cast<uint32_t>(nb));
+      const auto x = make_q8k_rows(kMaxTileX, cols, static_cast<uint32_t>(nb + 10));
+      const size_t row_bytes = dtype_row_bytes(type, cols);
+      float y[kMaxTileX][kMaxTileW];
+      tile_of(k, type)(w.data(), row_bytes, kMaxTileW, x.data(), nb, kMaxTileX, nb, &y[0][0], kMaxTileW);
+      for (int xi = 0; xi < kMaxTileX; ++xi) {
+        for (int wi = 0; wi < kMaxTileW; ++wi) {
+          double want, abs_sum;
+          f64_dot(type, w.data() + wi * row_bytes, x.data() + xi * nb, nb, &want, &abs_sum);
+          EXPECT_NEAR(y[xi][wi], want, 1e-5 * abs_sum + 1e-6) << dtype_name(type) << " nb=" << nb << " (" << xi << "," << wi << ")";
+        }
+      }
+    }
+  }
+}
+
+class KQuantLevel : public ::testing::TestWithParam<SimdLevel> {};
+
+TEST_P(KQuantLevel, TilesMatchScalar) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  const KernelTable& ref = scalar_kernel_table();
+  constexpr int kRows = 7;  // odd: partial tiles of every height
+  for (DType type : kKQuants) {
+    for (int64_t nb : {1, 2, 6}) {
+      const int64_t cols = nb * kSuperBlock;
+      const auto w = make_kquant_rows(type, kRows, cols, static_cast<uint32_t>(nb * 3));
+      const auto x = make_q8k_rows(kMaxTileX, cols, static_cast<uint32_t>(nb * 5));
+      const size_t row_bytes = dtype_row_bytes(type, cols);
+      for (int nw = 1; nw <= kMaxTileW; ++nw) {
+        for (int nx = 1; nx <= kMaxTileX; ++nx) {
+          for (int w0 : {0, kRows - nw}) {  // first rows, and last rows (reads end at the buffer's end)
+            float want[kMaxTileX][kMaxTileW], got[kMaxTileX][kMaxTileW];
+            tile_of(ref, type)(w.data() + w0 * row_bytes, row_bytes, nw, x.data(), nb, nx, nb, &want[0][0], kMaxTileW);
+            tile_of(simd, type)(w.data() + w0 * row_bytes, row_bytes, nw, x.data(), nb, nx, nb, &got[0][0], kMaxTileW);
+            for (int xi = 0; xi < nx; ++xi) {
+              for (int wi = 0; wi < nw; ++wi) {
+                double unused, abs_sum;
+                f64_dot(type, w.data() + (w0 + wi) * row_bytes, x.data() + xi * nb, nb, &unused, &abs_sum);
+                EXPECT_NEAR(got[xi][wi], want[xi][wi], 1e-5 * abs_sum + 1e-6)
+                    << dtype_name(type) << " nb=" << nb << " tile " << nw << "x" << nx << " w0=" << w0;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
+
+// Against an f64 product of the dequantized weights and the unquantized
+// activations: the error is the activations' rounding to 8 bits (half a step
+// of max|x| / 127 over each 256, plus margin) and f32 summation.
+TEST(KQuantLinear, ForwardMatchesTheF64Product) {
+  constexpr int64_t kOut = 23, kIn = 2 * kSuperBlock;  // 5 tiles of 4 and a partial one
+  for (DType type : kKQuants) {
+    const auto w = make_kquant_rows(type, kOut, kIn, 21);
+    std::vector<float> wf(kOut * kIn);
+    for (int64_t r = 0; r < kOut; ++r)
+      ASSERT_TRUE(dequantize_row(type, w.data() + r * dtype_row_bytes(type, kIn), wf.data() + r * kIn, kIn));
+    const auto bias = random_floats(kOut, 22);
+    KQuantLinear linear(w.data(), type, kOut, kIn, bias);
+    for (int64_t n : {1, 5, 70}) {  // 70: two activation chunks
+      const auto x = random_floats(n * kIn, static_cast<uint32_t>(n + 23), 1.5f);
+      std::vector<float> y(n * kOut, NAN);
+      ASSERT_TRUE(linear.forward(x.data(), y.data(), n).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        const float* xr = x.data() + i * kIn;
+        for (int64_t r = 0; r < kOut; ++r) {
+          double ref = bias[r], abs_sum = 0, quant_bound = 0;
+          for (int64_t b = 0; b < kIn / kSuperBlock; ++b) {
+            float amax = 0;
+            for (int e = 0; e < kSuperBlock; ++e) amax = std::max(amax, std::fabs(xr[b * kSuperBlock + e]));
+            for (int e = 0; e < kSuperBlock; ++e) {
+              const int64_t c = b * kSuperBlock + e;
+              ref += static_cast<double>(wf[r * kIn + c]) * xr[c];
+              abs_sum += std::fabs(static_cast<double>(wf[r * kIn + c]) * xr[c]);
+              quant_bound += std::fabs(wf[r * kIn + c]) * 0.51 * amax / 127.0;
+            }
+          }
+          ASSERT_NEAR(y[i * kOut + r], ref, quant_bound + 1e-5 * abs_sum + 1e-5)
+              << dtype_name(type) << " n=" << n << " row " << i << " out " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(KQuantLinear, SplitAndThreadCountGiveTheSameBits) {
+  constexpr int64_t kOut = 30, kIn = 3 * kSuperBlock;
+  for (DType type : kKQuants) {
+    const auto w = make_kquant_rows(type, kOut, kIn, 41);
+    KQuantLinear linear(w.data(), type, kOut, kIn, random_floats(kOut, 42));
+    ASSERT_TRUE(linear.splits());
+    const int64_t a = linear.column_alignment();
+    for (int64_t n : {1, 6}) {
+      const auto x = random_floats(n * kIn, static_cast<uint32_t>(43 + n));
+      std::vector<float> one(n * kOut), two(n * kOut), split(n * kOut, -99.0f);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(1);
+      ASSERT_TRUE(linear.forward(x.data(), one.data(), n).ok());
+      omp_set_num_threads(2);
+      ASSERT_TRUE(linear.forward(x.data(), two.data(), n).ok());
+      omp_set_num_threads(saved);
+      ASSERT_TRUE(linear.prepare(x.data(), n).ok());
+      linear.compute(split.data(), 2 * a, kOut);
+      linear.compute(split.data(), 0, 2 * a);
+      for (int64_t i = 0; i < n * kOut; ++i) {
+        ASSERT_EQ(one[i], two[i]) << dtype_name(type) << " n=" << n << " at " << i;
+        ASSERT_EQ(one[i], split[i]) << dtype_name(type) << " n=" << n << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(KQuantLinear, RefusesWhatItCannotRun) {
+  const auto w = make_kquant_rows(DType::q4_k, 4, kSuperBlock, 1);
+  EXPECT_THROW(KQuantLinear(w.data(), DType::q4_1, 4, kSuperBlock, {}), std::invalid_argument);
+  EXPECT_THROW(KQuantLinear(w.data(), DType::q4_k, 4, 128, {}), std::invalid_argument);
+  KQuantLinear linear(w.data(), DType::q4_k, 4, kSuperBlock, {});
+  std::vector<float> x(kSuperBlock), y(4);
+  EXPECT_EQ(linear.forward(nullptr, y.data(), 1).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(linear.forward(x.data(), y.data(), -1).code(), StatusCode::invalid_argument);
+  EXPECT_TRUE(linear.forward(x.data(), y.data(), 0).ok());
+  EXPECT_EQ(linear.prepare(nullptr, 1).code(), StatusCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tessera::ggml
