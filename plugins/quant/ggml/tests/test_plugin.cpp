@@ -5,6 +5,8 @@
 #include <boost/dll/shared_library.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -126,6 +128,63 @@ TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
   }
   // The default quantizes x to 8 bits per block: off by far more than f32 rounding.
   EXPECT_GT(worst_fast, 1e-4);
+}
+
+// Q5_0/Q5_1 and the K-quants through the plugin: by default in the quantized
+// domain (QuantLinear, KQuantLinear: they offer the prepare/compute split),
+// with activations = "f32" in f32 (FloatLinear: no split, the exact product).
+TEST_F(PluginTest, Q5AndKQuantFormatsRunInBothArithmetics) {
+  ParamValues exact_params;
+  exact_params.set("activations", std::string("f32"));
+  std::string error;
+  std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(exact_params, &error)));
+  ASSERT_NE(exact, nullptr) << error;
+  constexpr int64_t kOut = 12, kIn = 512;
+  for (DType type : {DType::q5_0, DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+    const size_t row_bytes = dtype_row_bytes(type, kIn);
+    std::vector<uint8_t> w(kOut * row_bytes);
+    const auto f = testing::random_floats(kOut * kIn, 8, 0.5f);
+    if (type == DType::q5_0) quantize_row_q5_0(f.data(), reinterpret_cast<BlockQ5_0*>(w.data()), kOut * kIn);
+    if (type == DType::q5_1) quantize_row_q5_1(f.data(), reinterpret_cast<BlockQ5_1*>(w.data()), kOut * kIn);
+    if (is_block_format(type) && dtype_info(type).block_elems == 256) {  // random quants, small scales
+      w = testing::random_bytes(w.size(), 9);
+      const size_t block_bytes = dtype_info(type).block_bytes;
+      const uint16_t d = f32_to_f16(0.002f), dmin = f32_to_f16(0.001f);
+      for (size_t b = 0; b < w.size() / block_bytes; ++b) {
+        uint8_t* blk = w.data() + b * block_bytes;
+        std::memcpy(blk + (type == DType::q6_k ? offsetof(BlockQ6K, d) : 0), &d, 2);
+        if (type != DType::q6_k) std::memcpy(blk + 2, &dmin, 2);
+      }
+    }
+    std::vector<float> wf(kOut * kIn);
+    ASSERT_TRUE(dequantize_row(type, w.data(), wf.data(), kOut * kIn));
+    const std::string format = "ggml." + std::string(dtype_name(type));
+    const TensorRef weight = make_ref("blk.0.ffn_up.weight", type, format.c_str(), kOut, kIn, w.data());
+    auto fast = quantizer_->make_linear(weight, nullptr);
+    auto precise = exact->make_linear(weight, nullptr);
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    ASSERT_TRUE(precise.ok()) << precise.status().message();
+    EXPECT_TRUE((*fast)->splits()) << format << ": the quantized-domain driver";
+    EXPECT_FALSE((*precise)->splits()) << format << ": FloatLinear";
+    const auto x = testing::random_floats(kIn, 10, 1.5f);
+    float amax = 0;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    std::vector<float> y_fast(kOut), y_precise(kOut);
+    ASSERT_TRUE((*fast)->forward(x.data(), y_fast.data(), 1).ok());
+    ASSERT_TRUE((*precise)->forward(x.data(), y_precise.data(), 1).ok());
+    for (int64_t r = 0; r < kOut; ++r) {
+      double ref = 0, abs_sum = 0, abs_w = 0;
+      for (int64_t k = 0; k < kIn; ++k) {
+        ref += static_cast<double>(wf[r * kIn + k]) * x[k];
+        abs_sum += std::fabs(static_cast<double>(wf[r * kIn + k]) * x[k]);
+        abs_w += std::fabs(wf[r * kIn + k]);
+      }
+      EXPECT_NEAR(y_precise[r], ref, 1e-5 * abs_sum) << format << " row " << r;
+      // 8-bit activations: half a step of at most max|x| / 127 per element, and
+      // Q5_1's m * s carries the f16 rounding of s (2^-10 of sum |x| per block, at most).
+      EXPECT_NEAR(y_fast[r], ref, abs_w * 0.51 * amax / 127 + 1e-3 * abs_sum) << format << " row " << r;
+    }
+  }
 }
 
 TEST_F(PluginTest, ErrorsNameTheTensor) {
