@@ -17,12 +17,14 @@
 #include <omp.h>
 
 #include <cstring>
+#include <cstddef>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels.hpp"
+#include "kquant_linear.hpp"
 #include "quant_linear.hpp"
 #include "tessera/half.hpp"
 
@@ -41,9 +43,11 @@ std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, uint
   }
   const size_t bb = dtype_info(type).block_bytes;
   const uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(-0.08f);
+  const bool has_min = type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k;
+  const size_t d_at = type == DType::q6_k ? offsetof(BlockQ6K, d) : 0;  // Q6_K keeps d last
   for (size_t off = 0; off < bytes; off += bb) {
-    std::memcpy(&w[off], &d, 2);
-    if (type == DType::q4_1) std::memcpy(&w[off + 2], &m, 2);
+    std::memcpy(&w[off + d_at], &d, 2);
+    if (has_min) std::memcpy(&w[off + 2], &m, 2);
   }
   return w;
 }
@@ -58,8 +62,15 @@ std::vector<float> random_x(int64_t n, uint32_t seed) {
 
 struct Copies {
   std::vector<std::vector<uint8_t>> weights;
-  std::vector<std::unique_ptr<QuantLinear>> linears;
+  std::vector<std::unique_ptr<Linear>> linears;
 };
+
+// The driver the plugin makes for `type` with its default activations = "q8".
+std::unique_ptr<Linear> make_linear(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in) {
+  if (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)
+    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{});
+  return std::make_unique<QuantLinear>(w.data(), type, out, in, std::vector<float>{});
+}
 
 Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes) {
   Copies c;
@@ -67,7 +78,7 @@ Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes
   const uint64_t n = min_total_bytes == 0 ? 1 : (min_total_bytes + one - 1) / one;
   for (uint64_t i = 0; i < n; ++i) {
     c.weights.push_back(random_weights(type, out, in, static_cast<uint32_t>(i + 1)));
-    c.linears.push_back(std::make_unique<QuantLinear>(c.weights.back().data(), type, out, in, std::vector<float>{}));
+    c.linears.push_back(make_linear(type, c.weights.back(), out, in));
   }
   return c;
 }
@@ -113,6 +124,24 @@ void matvec_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatVec<DType::q4_1>)->Apply(matvec_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q8_0>)->Apply(matvec_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q4_0>)->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})->UseRealTime();
+
+// The formats of llama.cpp's K-quant mixes: Q5_0 (rows that are not whole
+// super-blocks) at SmolLM2's gate/up shape, Q4_K and Q6_K at its down shape
+// and at a 4096-wide one (Llama-class models), one and two threads, streamed.
+void kmix_args(benchmark::internal::Benchmark* b) {
+  const int best = static_cast<int>(best_simd_level());
+  for (int64_t threads : {1, 2}) {
+    b->Args({576, 1536, threads, best, 1});
+    b->Args({4096, 4096, threads, best, 1});
+  }
+  b->ArgNames({"out", "in", "threads", "level", "streamed"});
+}
+BENCHMARK(BM_MatVec<DType::q5_0>)
+    ->Args({1536, 576, 1, static_cast<int>(best_simd_level()), 1})
+    ->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})
+    ->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
 
 // Fixed cost of one forward on a tiny matrix: quantizing x, the (skipped or
 // entered) parallel region, the tile loop.

@@ -12,6 +12,8 @@
 // per-(weight row, activation row) accumulator, reduced once at the end.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "k_scales.hpp"
 #include "kernels.hpp"
 
@@ -196,42 +198,143 @@ void tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x, size_t 
   }
 }
 
-#include "kquant_unpack_impl.hpp"
+// K-quants against Q8_K, straight from the blocks (no unpacked copy): per 32
+// weights one vpmaddubsw (u8 quant x i8 activation, pairs to i16, at most
+// 2 * 63 * 127) and one vpmaddwd with that run's scales (to i32), so the
+// scaled integer sum of a super-block stays exact in 8 lanes; the offset term
+// (Q4_K/Q5_K: mins, Q6_K: 32 * scale) is one more vpmaddwd with the
+// activation's sums per 16. A first version unpacked each super-block into a
+// buffer (quants, 128 scale lanes) for kernels shared by all three formats:
+// 5-8 GB/s per core, most of it spent building and storing the buffer.
 
-// One unpacked weight super-block against one Q8_K block, added to acc (8
-// lanes, summed at the end). Each 32-element step: vpmaddubsw (u8 quant x i8
-// activation, pairs to i16: at most 2 * 63 * 127), then vpmaddwd with the
-// pairs' scales (to i32), so the scaled integer sum stays exact in 8 lanes.
-inline __m256 dot_kquant_block(const KQuantUnpacked& u, const BlockQ8K& x, __m256 acc) {
-  __m256i sum = _mm256_setzero_si256();
-  for (int k = 0; k < kSuperBlock / 32; ++k) {
-    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * k));
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * k));
-    const __m256i scale = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale + 16 * k));
-    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, qx), scale));
-  }
-  const __m256i off = _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(u.offset)),
-                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
-  acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d * u.d), _mm256_cvtepi32_ps(sum), acc);
-  return _mm256_fnmadd_ps(_mm256_set1_ps(x.d * u.dmin), _mm256_cvtepi32_ps(off), acc);
+// Sub-block scales or minimums of Q4_K/Q5_K as i16, each repeated over the two
+// groups of 16 it covers: (v0, v0, v1, v1, ..., v7, v7).
+inline __m256i pairs_of_16(const uint8_t* v8) {
+  uint64_t bytes;
+  __builtin_memcpy(&bytes, v8, 8);
+  const __m128i w = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
+  return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
 }
 
-// Each weight super-block is unpacked once and used for every activation row
-// of the tile.
-template <UnpackFn Unpack, size_t BlockBytes>
+template <int NX>
+struct KAcc {
+  __m256i isum[NX];  // sum of scale * q * qx, this super-block
+  __m256 acc[NX];    // the row's result so far
+};
+
+// Adds the 32 weights q (u8) times scale (i16 lanes) against activation quants
+// at offset `at` of each row's block b.
+template <int NX>
+inline void k_step(KAcc<NX>& a, __m256i q, __m256i scale, const BlockQ8K* const* xb, int at) {
+  for (int xi = 0; xi < NX; ++xi) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[xi]->qs + at));
+    a.isum[xi] = _mm256_add_epi32(a.isum[xi], _mm256_madd_epi16(_mm256_maddubs_epi16(q, qx), scale));
+  }
+}
+
+// Closes a super-block: acc += dx * (d * isum - dmin * sum(offset16 * bsums)).
+template <int NX>
+inline void k_finish(KAcc<NX>& a, __m256i offset16, float d, float dmin, const BlockQ8K* const* xb) {
+  for (int xi = 0; xi < NX; ++xi) {
+    const __m256i off =
+        _mm256_madd_epi16(offset16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[xi]->bsums)));
+    a.acc[xi] = _mm256_fmadd_ps(_mm256_set1_ps(xb[xi]->d * d), _mm256_cvtepi32_ps(a.isum[xi]), a.acc[xi]);
+    a.acc[xi] = _mm256_fnmadd_ps(_mm256_set1_ps(xb[xi]->d * dmin), _mm256_cvtepi32_ps(off), a.acc[xi]);
+  }
+}
+
+// Q4_K (HighBits false) and Q5_K: chunk c of 64 weights is the low nibbles of
+// qs[32c ..] (sub-block 2c) and their high nibbles (2c + 1); Q5_K adds bit 2c
+// or 2c + 1 of qh[l] as 16.
+template <bool HighBits>
+struct K4Format {
+  using Block = std::conditional_t<HighBits, BlockQ5K, BlockQ4K>;
+  template <int NX>
+  static void block(const Block& w, const BlockQ8K* const* xb, KAcc<NX>& a) {
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(w.scales, sc, mn);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i qh;
+    if constexpr (HighBits) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+      __m256i lo = _mm256_and_si256(v, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      if constexpr (HighBits) {
+        const __m256i bits = _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c));  // bit 0: lo's, bit 1: hi's
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(bits, _mm256_set1_epi8(1)), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(bits, _mm256_set1_epi8(2)), 3));
+      }
+      k_step(a, lo, _mm256_set1_epi16(sc[2 * c]), xb, 64 * c);
+      k_step(a, hi, _mm256_set1_epi16(sc[2 * c + 1]), xb, 64 * c + 32);
+    }
+    k_finish(a, pairs_of_16(mn), f16(w.d), f16(w.dmin), xb);
+  }
+};
+
+// Q6_K: half h of 128 weights; quarter k of 32 takes the low (k < 2) or high
+// nibbles of ql[64h + 32 (k & 1) ..] and bits 2k, 2k + 1 of qh[32h ..], and
+// covers groups 8h + 2k, 8h + 2k + 1 of 16 (scales sc[g]). w = d sc (q - 32):
+// the -32 is the offset term with offset 32 * sc and dmin = d.
+struct K6Format {
+  using Block = BlockQ6K;
+  template <int NX>
+  static void block(const Block& w, const BlockQ8K* const* xb, KAcc<NX>& a) {
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    // Scale lanes for groups (g, g + 1), g even: i32 lane g / 2 of sc16 holds
+    // both; spread it, then give the low 128 bits sc[g], the high ones sc[g + 1].
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(l1, low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4)),
+      };
+      for (int k = 0; k < 4; ++k) {
+        const int g = 8 * h + 2 * k;
+        const __m256i scale = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g / 2)), pick);
+        k_step(a, q[k], scale, xb, 128 * h + 32 * k);
+      }
+    }
+    k_finish(a, _mm256_slli_epi16(sc16, 5), f16(w.d), f16(w.d), xb);
+  }
+};
+
+template <typename F, int NX>
+void kquant_tile_fixed(const uint8_t* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks,
+                       int64_t nb, float* y, size_t y_stride) {
+  for (int wi = 0; wi < nw; ++wi) {
+    const auto* row = reinterpret_cast<const typename F::Block*>(w + wi * w_row_bytes);
+    KAcc<NX> a;
+    for (int xi = 0; xi < NX; ++xi) a.acc[xi] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8K* xb[NX];
+      for (int xi = 0; xi < NX; ++xi) {
+        xb[xi] = x + xi * x_row_blocks + b;
+        a.isum[xi] = _mm256_setzero_si256();
+      }
+      F::block(row[b], xb, a);
+    }
+    for (int xi = 0; xi < NX; ++xi) y[xi * y_stride + wi] = hsum(a.acc[xi]);
+  }
+}
+
+template <typename F>
 void kquant_tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks, int nx,
                  int64_t nb, float* y, size_t y_stride) {
-  KQuantUnpacked u;
-  for (int wi = 0; wi < nw; ++wi) {
-    const uint8_t* row = static_cast<const uint8_t*>(w) + wi * w_row_bytes;
-    __m256 acc[kMaxTileX];
-    for (int xi = 0; xi < nx; ++xi) acc[xi] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      Unpack(row + b * BlockBytes, u);
-      for (int xi = 0; xi < nx; ++xi) acc[xi] = dot_kquant_block(u, x[xi * x_row_blocks + b], acc[xi]);
-    }
-    for (int xi = 0; xi < nx; ++xi) y[xi * y_stride + wi] = hsum(acc[xi]);
-  }
+  using Fn = void (*)(const uint8_t*, size_t, int, const BlockQ8K*, size_t, int64_t, float*, size_t);
+  static constexpr Fn table[kMaxTileX] = {kquant_tile_fixed<F, 1>, kquant_tile_fixed<F, 2>, kquant_tile_fixed<F, 3>,
+                                          kquant_tile_fixed<F, 4>};
+  table[nx - 1](static_cast<const uint8_t*>(w), w_row_bytes, nw, x, x_row_blocks, nb, y, y_stride);
 }
 
 void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
@@ -420,8 +523,7 @@ const KernelTable& avx2_kernel_table() {
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,
-      &kquant_tile<unpack_q4_k, sizeof(BlockQ4K)>, &kquant_tile<unpack_q5_k, sizeof(BlockQ5K)>,
-      &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
+      &kquant_tile<K4Format<false>>, &kquant_tile<K4Format<true>>, &kquant_tile<K6Format>,
   };
   return table;
 }
