@@ -137,6 +137,25 @@ struct BlockQ4_1x16 {
   uint8_t qs[kWideRepackRows * kBlock / 2];
 };
 
+// Q5_0 and Q5_1 in the 16-row layout: qs exactly as BlockQ4_1x16 (byte
+// 4r + i of chunk k holds quant 4k + i of row r in its low nibble and quant
+// 16 + 4k + i in its high nibble, which in the ggml layout is byte 4k + i of
+// the row's qs), and the fifth bits as byte masks for those chunks: bit
+// 4r + i of qh[k] is bit 4 of quant 4k + i of row r, bit 4r + i of qh[4 + k]
+// that of quant 16 + 4k + i. A kernel ORs 16 into the unpacked nibbles with
+// one masked move per 64 quants.
+struct BlockQ5_0x16 {
+  uint16_t d[kWideRepackRows];
+  uint64_t qh[8];
+  uint8_t qs[kWideRepackRows * kBlock / 2];
+};
+struct BlockQ5_1x16 {
+  uint16_t d[kWideRepackRows];
+  uint16_t m[kWideRepackRows];
+  uint64_t qh[8];
+  uint8_t qs[kWideRepackRows * kBlock / 2];
+};
+
 // Quants stored as q + 128 (0..255; bit 7 flipped), the unsigned operand of
 // vpdpbusd, so the kernel needs no vpsignb (which has no 512-bit form). The
 // kernel subtracts 128 * sum(x quants) of each block (ActivationScales::q_sum128).
@@ -156,6 +175,8 @@ struct BlockQ8_0x16Pair {
 
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
+static_assert(sizeof(BlockQ5_0x16) == 16 * sizeof(BlockQ5_0));
+static_assert(sizeof(BlockQ5_1x16) == 16 * sizeof(BlockQ5_1));
 static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0));
 static_assert(sizeof(BlockQ8_0x16Pair) == 2 * sizeof(BlockQ8_0x16) && sizeof(BlockQ8_0x16Pair) % 64 == 0);
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0));

@@ -113,6 +113,11 @@ struct KernelTable {
   KQuantTileFn q4_k;
   KQuantTileFn q5_k;
   KQuantTileFn q6_k;
+  // The 16-row Q5_0/Q5_1 layouts (BlockQ5_0x16, BlockQ5_1x16), where the level
+  // has kernels for them (AVX-512 VNNI and the scalar reference), else nullptr.
+  // Q5_0 reads ActivationScales::q_sum128 for its - 16.
+  RepackTileFn q5_0x16;
+  RepackTileFn q5_1x16;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -429,6 +429,11 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
       &tile<Q5_0>, &tile<Q5_1>,
       // The K-quants run the AVX2 kernels (a 512-bit version is not written yet).
       avx2_kernel_table().q4_k, avx2_kernel_table().q5_k, avx2_kernel_table().q6_k,
+#if TESSERA_GGML_VNNI
+      repack16::q5_0x16, repack16::q5_1x16,
+#else
+      nullptr, nullptr,
+#endif
   };
   return table;
 }

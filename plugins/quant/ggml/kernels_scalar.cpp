@@ -167,6 +167,40 @@ void q4_1_group(const void* group, int64_t nb, const BlockQ8_1* x, const Activat
   }
 }
 
+// The 16-row Q5_0/Q5_1 layouts (blocks.hpp), with the per-block arithmetic of
+// dot_q5_0_block / dot_q5_1_block, so a group equals the plain tiles bit for bit.
+template <typename Group, bool kMin>
+void q5_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
+              size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+  constexpr int R = kWideRepackRows;
+  const auto* w = static_cast<const Group*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    for (int r = 0; r < R; ++r) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_1& xb = x[xi * x_row_blocks + b];
+        int isum = 0;
+        for (int k = 0; k < 4; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = w[b].qs[4 * R * k + 4 * r + i];
+            const int lo = (byte & 0x0F) | static_cast<int>(((w[b].qh[k] >> (4 * r + i)) & 1) << 4);
+            const int hi = (byte >> 4) | static_cast<int>(((w[b].qh[4 + k] >> (4 * r + i)) & 1) << 4);
+            const int offset = kMin ? 0 : 16;
+            isum += (lo - offset) * xb.qs[4 * k + i] + (hi - offset) * xb.qs[16 + 4 * k + i];
+          }
+        }
+        if constexpr (kMin) {
+          sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum) +
+                 f16_to_f32(w[b].m[r]) * f16_to_f32(xb.s);
+        } else {
+          sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum);
+        }
+      }
+      y[xi * y_stride + r] = sum;
+    }
+  }
+}
+
 // Block b of an 8-row Q8_0 group: signed quants, one block after another.
 struct Q8_0x8Layout {
   static constexpr int kRows = kRepackRows;
@@ -244,6 +278,8 @@ const KernelTable& scalar_kernel_table() {
       &kquant_tile<unpack_q4_k, sizeof(BlockQ4K)>,
       &kquant_tile<unpack_q5_k, sizeof(BlockQ5K)>,
       &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
+      &q5_group<BlockQ5_0x16, false>,
+      &q5_group<BlockQ5_1x16, true>,
   };
   return table;
 }

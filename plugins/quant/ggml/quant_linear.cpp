@@ -43,11 +43,21 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
       bias_(std::move(bias)) {
-  if (!repack || (type != DType::q4_1 && type != DType::q8_0)) return;
+  const bool q5 = type == DType::q5_0 || type == DType::q5_1;
+  if (!repack || (type != DType::q4_1 && type != DType::q8_0 && !q5)) return;
   // The 16-row layout where the kernels in use have it; a level forced later
-  // that lacks it computes from the ggml rows instead (rows()).
+  // that lacks it computes from the ggml rows instead (rows()). Q5_0/Q5_1
+  // have only the 16-row layout: without its kernels they stay in place.
   const KernelTable& k = active_kernels();
-  group_rows_ = (type == DType::q4_1 ? k.q4_1x16 : k.q8_0x16) != nullptr ? kWideRepackRows : kRepackRows;
+  RepackTileFn wide_kernel = nullptr;
+  switch (type) {
+    case DType::q4_1: wide_kernel = k.q4_1x16; break;
+    case DType::q8_0: wide_kernel = k.q8_0x16; break;
+    case DType::q5_0: wide_kernel = k.q5_0x16; break;
+    default: wide_kernel = k.q5_1x16; break;
+  }
+  if (q5 && wide_kernel == nullptr) return;
+  group_rows_ = wide_kernel != nullptr ? kWideRepackRows : kRepackRows;
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
@@ -55,7 +65,11 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
   std::byte* dst = repacked_.data;
   const bool wide = group_rows_ == kWideRepackRows;
-  if (type == DType::q4_1) {
+  if (type == DType::q5_0) {
+    repack_q5_0x16(reinterpret_cast<const BlockQ5_0*>(weights_), repacked_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst));
+  } else if (type == DType::q5_1) {
+    repack_q5_1x16(reinterpret_cast<const BlockQ5_1*>(weights_), repacked_rows_, nb, reinterpret_cast<BlockQ5_1x16*>(dst));
+  } else if (type == DType::q4_1) {
     const auto* rows = reinterpret_cast<const BlockQ4_1*>(weights_);
     if (wide) repack_q4_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x16*>(dst));
     else repack_q4_1x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x8*>(dst));
@@ -68,8 +82,13 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
 
 RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
   const bool wide = group_rows_ == kWideRepackRows;
-  if (type_ == DType::q4_1) return wide ? k.q4_1x16 : k.q4_1x8;
-  return wide ? k.q8_0x16 : k.q8_0x8;
+  switch (type_) {
+    case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
+    case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
+    case DType::q5_0: return k.q5_0x16;  // only ever repacked 16 rows at a time
+    case DType::q5_1: return k.q5_1x16;
+    default: return nullptr;
+  }
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
@@ -96,8 +115,8 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   const int64_t nb = in_ / kBlock;
   BlockQ8_1* xq = x_q8_.data();
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  // Only the 16-row Q8_0 kernel (weights stored as q + 128) reads the quant sums.
-  const bool want_q_sums = type_ == DType::q8_0 && group_rows_ == kWideRepackRows;
+  // Only the 16-row Q8_0 (weights stored as q + 128) and Q5_0 (q - 16) kernels read the quant sums.
+  const bool want_q_sums = (type_ == DType::q8_0 || type_ == DType::q5_0) && group_rows_ == kWideRepackRows;
   for (int64_t i = row_begin; i < row_end; ++i) {
     k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
     if (xs != nullptr) {

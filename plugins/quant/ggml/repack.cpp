@@ -24,7 +24,42 @@ void repack_q4_1_rows(const BlockQ4_1* src, int64_t rows, int64_t nb, Group* dst
   }
 }
 
+// 16 rows of Q5_0/Q5_1 blocks into Group: the scales, qs as for Q4_1, and
+// the fifth bits regrouped into the chunk masks of blocks.hpp.
+template <typename Block, typename Group>
+void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
+  constexpr int R = kWideRepackRows;
+  for (int64_t g = 0; g < rows / R; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      Group& out = dst[g * nb + b];
+      std::memset(out.qh, 0, sizeof out.qh);
+      for (int r = 0; r < R; ++r) {
+        const Block& in = src[(g * R + r) * nb + b];
+        out.d[r] = in.d;
+        if constexpr (requires { in.m; }) out.m[r] = in.m;
+        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
+        uint32_t high;
+        std::memcpy(&high, in.qh, sizeof high);
+        for (int k = 0; k < 4; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            out.qh[k] |= static_cast<uint64_t>((high >> (4 * k + i)) & 1u) << (4 * r + i);
+            out.qh[4 + k] |= static_cast<uint64_t>((high >> (16 + 4 * k + i)) & 1u) << (4 * r + i);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void repack_q5_0x16(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x16* dst) {
+  repack_q5_rows(src, rows, nb, dst);
+}
+
+void repack_q5_1x16(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x16* dst) {
+  repack_q5_rows(src, rows, nb, dst);
+}
 
 void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst) {
   repack_q4_1_rows<BlockQ4_1x8, kRepackRows>(src, rows, nb, dst);

@@ -270,11 +270,18 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
       continue;
     }
     const int rows = 2 * R;  // two groups; the second is tested
-    for (DType type : {DType::q4_1, DType::q8_0}) {
-      const RepackTileFn simd_fn = type == DType::q4_1 ? (wide ? simd.q4_1x16 : simd.q4_1x8)
-                                                        : (wide ? simd.q8_0x16 : simd.q8_0x8);
-      const RepackTileFn ref_fn = type == DType::q4_1 ? (wide ? ref.q4_1x16 : ref.q4_1x8)
-                                                       : (wide ? ref.q8_0x16 : ref.q8_0x8);
+    for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+      const auto group_fn = [&](const KernelTable& k) -> RepackTileFn {
+        switch (type) {
+          case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
+          case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
+          case DType::q5_0: return wide ? k.q5_0x16 : nullptr;  // Q5 has only the 16-row layout
+          default: return wide ? k.q5_1x16 : nullptr;
+        }
+      };
+      const RepackTileFn simd_fn = group_fn(simd);
+      const RepackTileFn ref_fn = group_fn(ref);
+      if (!wide && (type == DType::q5_0 || type == DType::q5_1)) continue;
       ASSERT_NE(ref_fn, nullptr);
       if (simd_fn == nullptr) continue;
       for (int64_t nb : {1, 3, 18, 48}) {
@@ -283,7 +290,13 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
         const size_t row_bytes = dtype_row_bytes(type, cols);
         std::vector<uint8_t> packed(w.size());
-        if (type == DType::q4_1) {
+        if (type == DType::q5_0) {
+          repack_q5_0x16(reinterpret_cast<const BlockQ5_0*>(w.data()), rows, nb,
+                         reinterpret_cast<BlockQ5_0x16*>(packed.data()));
+        } else if (type == DType::q5_1) {
+          repack_q5_1x16(reinterpret_cast<const BlockQ5_1*>(w.data()), rows, nb,
+                         reinterpret_cast<BlockQ5_1x16*>(packed.data()));
+        } else if (type == DType::q4_1) {
           const auto* src = reinterpret_cast<const BlockQ4_1*>(w.data());
           if (wide) repack_q4_1x16(src, rows, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
           else repack_q4_1x8(src, rows, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
@@ -293,7 +306,10 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
           else repack_q8_0x8(src, rows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
         }
         const uint8_t* group = packed.data() + R * row_bytes;
-        const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1 : ref.q8_0;
+        const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1
+                                  : type == DType::q8_0 ? ref.q8_0
+                                  : type == DType::q5_0 ? ref.q5_0
+                                                        : ref.q5_1;
         std::vector<ActivationScales> xs(x.size());
         for (size_t b = 0; b < x.size(); ++b) {
           int32_t q_sum = 0;

@@ -212,7 +212,7 @@ TEST(Linear, ThreadCountDoesNotChangeResults) {
 // order), including the rows past the last whole group of 8.
 TEST(Linear, RepackedMatchesInPlace) {
   constexpr int64_t kOut = 45, kIn = 576;
-  for (DType type : {DType::q4_1, DType::q8_0}) {
+  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 21);
     QuantLinear packed(w.data(), type, kOut, kIn, {}, /*repack=*/true);
     QuantLinear plain(w.data(), type, kOut, kIn, {}, /*repack=*/false);
@@ -233,7 +233,7 @@ TEST(Linear, WideLayoutFallsBackWhereTheLevelLacksItsKernels) {
   constexpr int64_t kOut = 70, kIn = 576;
   const SimdLevel best = best_simd_level();
   ASSERT_TRUE(force_simd_level(best));  // the layout follows the level in use at construction
-  for (DType type : {DType::q4_1, DType::q8_0}) {
+  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 41);
     QuantLinear linear(w.data(), type, kOut, kIn, {});
     if (linear.column_alignment() != kWideRepackRows || !cpu_supports(SimdLevel::avx2)) {
@@ -258,7 +258,7 @@ TEST(Linear, WideLayoutFallsBackWhereTheLevelLacksItsKernels) {
 // with a bias, for each quantized format, repacked or not, one row or several.
 TEST(Linear, PrepareComputeSplitEqualsForward) {
   constexpr int64_t kOut = 53, kIn = 576;  // 6 whole groups of 8 (3 of 16) and 5 rows past them
-  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0}) {
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     for (bool repack : {true, false}) {
       const auto w = make_weight_bytes(type, kOut, kIn, 31);
       const auto bias = random_floats(kOut, 32);
