@@ -140,6 +140,19 @@ TEST(PluginSearch, FirstFolderWinsAndTheDuplicateIsRecorded) {
   EXPECT_STREQ(reversed.find(PluginFamily::decoding, "fixture_fixed")->info->version, "1.0");
 }
 
+// One registry serving several pipelines scans the same folders again: its
+// own libraries are not duplicates of themselves.
+TEST(PluginSearch, ScanningAFolderAgainAddsNothing) {
+  PluginRegistry registry;
+  registry.scan({kFixtures / "first"});
+  const size_t plugins = registry.plugins().size(), rejections = registry.rejections().size();
+  ASSERT_GT(plugins, 0u);
+  registry.scan({kFixtures / "first", kFixtures / ".." / "plugins" / "first"});
+  EXPECT_EQ(registry.plugins().size(), plugins);
+  EXPECT_EQ(registry.rejections().size(), rejections);
+  EXPECT_EQ(registry.searched().size(), 1u);
+}
+
 TEST(PluginSearch, ScanRecordsRejectionsWithReasons) {
   PluginRegistry registry;
   registry.scan({kFixtures / "future", kFixtures / "broken", kFixtures / "does-not-exist"});

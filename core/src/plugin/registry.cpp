@@ -56,8 +56,15 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& pipeline_p
 
 void PluginRegistry::scan(const std::vector<fs::path>& folders) {
   for (const auto& folder : folders) {
-    searched_.push_back(folder);
+    // A folder this registry has searched before (one registry serving several
+    // pipelines) holds the libraries it already loaded: not duplicates.
     std::error_code ec;
+    const auto same_folder = [&](const fs::path& earlier) { return fs::equivalent(earlier, folder, ec); };
+    if (std::any_of(searched_.begin(), searched_.end(), same_folder)) {
+      spdlog::debug("plugin search: {} was searched already", folder.string());
+      continue;
+    }
+    searched_.push_back(folder);
     if (!fs::is_directory(folder, ec)) {
       spdlog::debug("plugin search: {} is not a folder, skipped", folder.string());
       continue;

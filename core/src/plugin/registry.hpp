@@ -43,7 +43,7 @@ class PluginRegistry {
   // Loads every plugin library found in `folders`, in order; inside a folder,
   // files in name order. A family+name seen twice keeps the first (a warning
   // names both files). Rejected candidates are logged at debug level and kept
-  // in rejections().
+  // in rejections(). A folder searched before by this registry is skipped.
   void scan(const std::vector<std::filesystem::path>& folders);
   // Loads one library file (tests, explicit paths). Returns why it was refused.
   Status add_file(const std::filesystem::path& file);
