@@ -272,6 +272,81 @@ void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
   }
 }
 
+void quantize_row_q4_k(const float* x, BlockQ4K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
+    float step[8], neg_min[8];  // per sub-block of 32
+    float max_step = 0.0f, max_neg_min = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      const auto [lo, hi] = std::minmax_element(x + 32 * j, x + 32 * j + 32);
+      const float min = std::min(*lo, 0.0f);
+      step[j] = (*hi - min) / 15.0f;
+      neg_min[j] = -min;
+      max_step = std::max(max_step, step[j]);
+      max_neg_min = std::max(max_neg_min, neg_min[j]);
+    }
+    const float d = f16_to_f32(f32_to_f16(max_step / 63.0f));
+    const float dmin = f16_to_f32(f32_to_f16(max_neg_min / 63.0f));
+    y[b].d = f32_to_f16(d);
+    y[b].dmin = f32_to_f16(dmin);
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = static_cast<uint8_t>(std::clamp(d > 0 ? static_cast<int>(std::nearbyint(step[j] / d)) : 0, 0, 63));
+      mn[j] = static_cast<uint8_t>(std::clamp(dmin > 0 ? static_cast<int>(std::nearbyint(neg_min[j] / dmin)) : 0, 0, 63));
+    }
+    // The inverse of k4_scale_min.
+    for (int j = 0; j < 4; ++j) {
+      y[b].scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+      y[b].scales[j + 4] = static_cast<uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+      y[b].scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((mn[j + 4] & 0x0F) << 4));
+    }
+    uint8_t q[kSuperBlock];
+    for (int j = 0; j < 8; ++j) {
+      const float f = d * sc[j], m = dmin * mn[j];
+      for (int l = 0; l < 32; ++l) {
+        const float v = x[32 * j + l];
+        q[32 * j + l] = static_cast<uint8_t>(f > 0 ? std::clamp(static_cast<int>(std::nearbyint((v + m) / f)), 0, 15) : 0);
+      }
+    }
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 32; ++l) y[b].qs[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+  }
+}
+
+void quantize_row_q6_k(const float* x, BlockQ6K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
+    float step[16];  // per group of 16
+    float max_step = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
+      step[g] = amax / 31.0f;
+      max_step = std::max(max_step, step[g]);
+    }
+    const float d = f16_to_f32(f32_to_f16(max_step / 127.0f));
+    y[b].d = f32_to_f16(d);
+    uint8_t q[kSuperBlock];  // q - 32 in -32..31, stored + 32
+    for (int g = 0; g < 16; ++g) {
+      const int sc = d > 0 ? std::clamp(static_cast<int>(std::nearbyint(step[g] / d)), 0, 127) : 0;
+      y[b].scales[g] = static_cast<int8_t>(sc);
+      const float f = d * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const int v = f > 0 ? static_cast<int>(std::nearbyint(x[16 * g + l] / f)) : 0;
+        q[16 * g + l] = static_cast<uint8_t>(std::clamp(v, -32, 31) + 32);
+      }
+    }
+    // Layout of dequantize_row_q6_k: half h, quarter k of 32 elements.
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* qq = q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        y[b].ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0F) | ((qq[l + 64] & 0x0F) << 4));
+        y[b].ql[64 * h + 32 + l] = static_cast<uint8_t>((qq[l + 32] & 0x0F) | ((qq[l + 96] & 0x0F) << 4));
+        y[b].qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) | ((qq[l + 64] >> 4) << 4) |
+                                                   ((qq[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
 void quantize_row_q8_k(const float* x, BlockQ8K* y, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
     float amax = 0.0f;

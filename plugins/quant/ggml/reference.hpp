@@ -55,6 +55,15 @@ KQuantElement kquant_element(DType type, const void* block, int e);
 // The 6-bit scale and minimum of sub-block j (0..7) of a Q4_K/Q5_K super-block.
 void k4_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min);
 
+// Q4_K and Q6_K weights, for tests and benchmarks (a simple choice of scales,
+// not llama.cpp's search for the best ones). Q4_K: per 32, min = min(x, 0)
+// and step = (max - min) / 15; the 8 steps and mins of a super-block become
+// 6-bit multiples of d = max step / 63 and dmin = max |min| / 63. Q6_K: per
+// 16, step = max|x| / 31, stored as an int8 multiple of d = max step / 127.
+// n a multiple of 256.
+void quantize_row_q4_k(const float* x, BlockQ4K* y, int64_t n);
+void quantize_row_q6_k(const float* x, BlockQ6K* y, int64_t n);
+
 // Activations: as Q8_0, plus s = d * sum(q) (computed from the f16-rounded d).
 // The SIMD quantizers in the kernel table produce bit-identical output.
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
