@@ -84,6 +84,17 @@ struct Q4_0 {
   }
 };
 
+// d broadcast, and (d, m, 0, ..., 0), of a block that starts with an f16 d
+// followed by an f16 m (Q4_1, Q5_1).
+template <typename Block>
+inline void load_dm(const Block& b, __m256& d, __m256& dm) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &b.d, 4);
+  const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
+  d = _mm256_broadcastss_ps(dmf);
+  dm = _mm256_zextps128_ps256(dmf);
+}
+
 struct Q4_1 {
   using Block = BlockQ4_1;
   struct W {
@@ -92,10 +103,10 @@ struct Q4_1 {
     __m256 dm;  // (d, m, 0, ..., 0)
   };
   static W load(const Block& b) {
-    uint32_t dm;
-    __builtin_memcpy(&dm, &b.d, 4);
-    const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
-    return {load_nibbles(b.qs), _mm256_broadcastss_ps(dmf), _mm256_zextps128_ps256(dmf)};
+    W w;
+    w.q = load_nibbles(b.qs);
+    load_dm(b, w.d, w.dm);
+    return w;
   }
   static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
     acc = _mm256_fmadd_ps(w.dm, x.s_lane1, acc);
@@ -118,24 +129,17 @@ struct Q5_0 {
   }
 };
 
+// Q4_1's arithmetic on 5-bit values.
 struct Q5_1 {
   using Block = BlockQ5_1;
-  struct W {
-    __m256i q;  // 0..31
-    __m256 d;
-    __m256 dm;  // (d, m, 0, ..., 0)
-  };
+  using W = Q4_1::W;  // q in 0..31
   static W load(const Block& b) {
-    uint32_t dm;
-    __builtin_memcpy(&dm, &b.d, 4);
-    const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
-    return {_mm256_or_si256(load_nibbles(b.qs), load_high_bits(b.qh)), _mm256_broadcastss_ps(dmf),
-            _mm256_zextps128_ps256(dmf)};
+    W w;
+    w.q = _mm256_or_si256(load_nibbles(b.qs), load_high_bits(b.qh));
+    load_dm(b, w.d, w.dm);
+    return w;
   }
-  static __m256 pair(const W& w, const XBlock& x, __m256 acc) {
-    acc = _mm256_fmadd_ps(w.dm, x.s_lane1, acc);
-    return _mm256_fmadd_ps(_mm256_mul_ps(w.d, x.d), _mm256_cvtepi32_ps(dot_u8_i8(w.q, x.q)), acc);
-  }
+  static __m256 pair(const W& w, const XBlock& x, __m256 acc) { return Q4_1::pair(w, x, acc); }
 };
 
 struct Q8_0 {

@@ -28,52 +28,6 @@ inline __m512 scales16(const uint16_t* h) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
 }
 
-template <int NX>
-void q4_1x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
-  using tessera::ggml::BlockQ4_1x16;
-  constexpr bool kTwoChains = NX <= 4;
-  const auto* w = static_cast<const BlockQ4_1x16*>(group);
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[NX];
-#pragma GCC unroll 8
-  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_1x16& wb = w[b];
-    const int8_t* xq[NX];
-#pragma GCC unroll 8
-    for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
-    __m512i dot[NX], dot_hi[kTwoChains ? NX : 1];
-#pragma GCC unroll 8
-    for (int xi = 0; xi < NX; ++xi) {
-      dot[xi] = _mm512_setzero_si512();
-      if constexpr (kTwoChains) dot_hi[xi] = _mm512_setzero_si512();
-    }
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
-      const __m512i v = _mm512_loadu_si512(wb.qs + 64 * k);
-      const __m512i lo = _mm512_and_si512(v, low4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-#pragma GCC unroll 8
-      for (int xi = 0; xi < NX; ++xi) {
-        dot[xi] = _mm512_dpbusd_epi32(dot[xi], lo, broadcast4(xq[xi] + 4 * k));
-        __m512i& second = kTwoChains ? dot_hi[kTwoChains ? xi : 0] : dot[xi];
-        second = _mm512_dpbusd_epi32(second, hi, broadcast4(xq[xi] + 16 + 4 * k));
-      }
-    }
-    const __m512 d = scales16(wb.d);
-    const __m512 m = scales16(wb.m);
-#pragma GCC unroll 8
-    for (int xi = 0; xi < NX; ++xi) {
-      const __m512i sum = kTwoChains ? _mm512_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
-      const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
-      acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xsb.d)), _mm512_cvtepi32_ps(sum), acc[xi]);
-      acc[xi] = _mm512_fmadd_ps(m, _mm512_set1_ps(xsb.s), acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
-    }
-  }
-  for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
-}
-
 // Weights stored as q + 128: vpdpbusd gives sum((q + 128) * x), and the block's
 // 128 * sum(x) (precomputed per activation block) is taken off in i32, exactly.
 template <int NX>
@@ -120,14 +74,16 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
   for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
-// Q5_0 (kMin false: w = d (q - 16)) and Q5_1 (kMin: w = d q + m), 16 rows:
-// the Q4_1 loop with each unpacked nibble vector ORed with 16 where the
-// chunk's mask (BlockQ5_0x16::qh) has the row's fifth bit. Q5_0's -16 is
-// taken off exactly in i32: each block's sum starts at -16 * sum(x quants),
+// The nibble layouts, 16 rows: Q4_1 (w = d q + m), Q5_0 (w = d (q - 16)) and
+// Q5_1 (w = d q + m, q in 0..31). Chunk k of qs holds quants 4k..4k+3 of each
+// row in the low nibbles and 16+4k.. in the high ones; the Q5 layouts OR in
+// 16 where the chunk's byte mask (BlockQ5_0x16::qh) has the row's fifth bit.
+// Q4_1/Q5_1's minimum adds m * s per block (s = d_x * sum(q_x)); Q5_0's -16
+// is taken off exactly in i32: each block's sum starts at -16 * sum(x quants),
 // i.e. -q_sum128 / 8.
-template <int NX, typename Group, bool kMin>
-void q5x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                 const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+template <int NX, typename Group, bool kHighBits, bool kMin>
+void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                       const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = NX <= 4;
   const auto* w = static_cast<const Group*>(group);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -149,9 +105,12 @@ void q5x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
       const __m512i v = _mm512_loadu_si512(wb.qs + 64 * k);
-      const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, low4), _mm512_maskz_mov_epi8(wb.qh[k], bit4));
-      const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
-                                         _mm512_maskz_mov_epi8(wb.qh[4 + k], bit4));
+      __m512i lo = _mm512_and_si512(v, low4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      if constexpr (kHighBits) {
+        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(wb.qh[k], bit4));
+        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(wb.qh[4 + k], bit4));
+      }
 #pragma GCC unroll 8
       for (int xi = 0; xi < NX; ++xi) {
         dot[xi] = _mm512_dpbusd_epi32(dot[xi], lo, broadcast4(xq[xi] + 4 * k));
@@ -160,12 +119,14 @@ void q5x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* 
       }
     }
     const __m512 d = scales16(wb.d);
+    __m512 m = _mm512_setzero_ps();
+    if constexpr (kMin) m = scales16(wb.m);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
       const __m512i sum = kTwoChains ? _mm512_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
       const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
       acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xsb.d)), _mm512_cvtepi32_ps(sum), acc[xi]);
-      if constexpr (kMin) acc[xi] = _mm512_fmadd_ps(scales16(wb.m), _mm512_set1_ps(xsb.s), acc[xi]);
+      if constexpr (kMin) acc[xi] = _mm512_fmadd_ps(m, _mm512_set1_ps(xsb.s), acc[xi]);  // m * d_x * sum(q_x)
     }
   }
   for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
@@ -175,14 +136,14 @@ template <int NX>
 struct Q5_0x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q5x16_fixed<NX, tessera::ggml::BlockQ5_0x16, false>(g, nb, x, xs, xb, y, ys);
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_0x16, true, false>(g, nb, x, xs, xb, y, ys);
   }
 };
 template <int NX>
 struct Q5_1x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q5x16_fixed<NX, tessera::ggml::BlockQ5_1x16, true>(g, nb, x, xs, xb, y, ys);
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_1x16, true, true>(g, nb, x, xs, xb, y, ys);
   }
 };
 
@@ -190,7 +151,7 @@ template <int NX>
 struct Q4_1x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q4_1x16_fixed<NX>(g, nb, x, xs, xb, y, ys);
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_1x16, false, true>(g, nb, x, xs, xb, y, ys);
   }
 };
 template <int NX>

@@ -141,12 +141,17 @@ void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_
 }
 
 // Repacked groups, read straight from the layouts described in blocks.hpp
-// (R rows, chunk k of qs holding bytes 4r..4r+3 for row r). The reference
-// reads the scales from the blocks themselves, not from xs.
-template <typename Group, int R>
-void q4_1_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
-                size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+// (R rows, chunk k of qs holding bytes 4r..4r+3 for row r), with the
+// per-block arithmetic of the plain tiles (dot_q4_1_block, dot_q5_0_block,
+// dot_q5_1_block), so a group equals them bit for bit. The nibble layouts:
+// Q4_1 (8 or 16 rows), and Q5_0/Q5_1 (16 rows, kHighBits: the fifth bit of
+// each quant from the chunk masks qh). The reference reads the scales from
+// the blocks themselves, not from xs.
+template <typename Group, int R, bool kHighBits, bool kMin>
+void nibble_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
+                  size_t x_row_blocks, int nx, float* y, size_t y_stride) {
   const auto* w = static_cast<const Group*>(group);
+  const int offset = kMin ? 0 : 16;  // Q5_0: w = d (q - 16)
   for (int xi = 0; xi < nx; ++xi) {
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
@@ -156,36 +161,11 @@ void q4_1_group(const void* group, int64_t nb, const BlockQ8_1* x, const Activat
         for (int k = 0; k < 4; ++k) {
           for (int i = 0; i < 4; ++i) {
             const uint8_t byte = w[b].qs[4 * R * k + 4 * r + i];
-            isum += (byte & 0x0F) * xb.qs[4 * k + i] + (byte >> 4) * xb.qs[16 + 4 * k + i];
-          }
-        }
-        sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum) +
-               f16_to_f32(w[b].m[r]) * f16_to_f32(xb.s);
-      }
-      y[xi * y_stride + r] = sum;
-    }
-  }
-}
-
-// The 16-row Q5_0/Q5_1 layouts (blocks.hpp), with the per-block arithmetic of
-// dot_q5_0_block / dot_q5_1_block, so a group equals the plain tiles bit for bit.
-template <typename Group, bool kMin>
-void q5_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
-              size_t x_row_blocks, int nx, float* y, size_t y_stride) {
-  constexpr int R = kWideRepackRows;
-  const auto* w = static_cast<const Group*>(group);
-  for (int xi = 0; xi < nx; ++xi) {
-    for (int r = 0; r < R; ++r) {
-      float sum = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ8_1& xb = x[xi * x_row_blocks + b];
-        int isum = 0;
-        for (int k = 0; k < 4; ++k) {
-          for (int i = 0; i < 4; ++i) {
-            const uint8_t byte = w[b].qs[4 * R * k + 4 * r + i];
-            const int lo = (byte & 0x0F) | static_cast<int>(((w[b].qh[k] >> (4 * r + i)) & 1) << 4);
-            const int hi = (byte >> 4) | static_cast<int>(((w[b].qh[4 + k] >> (4 * r + i)) & 1) << 4);
-            const int offset = kMin ? 0 : 16;
+            int lo = byte & 0x0F, hi = byte >> 4;
+            if constexpr (kHighBits) {
+              lo |= static_cast<int>(((w[b].qh[k] >> (4 * r + i)) & 1) << 4);
+              hi |= static_cast<int>(((w[b].qh[4 + k] >> (4 * r + i)) & 1) << 4);
+            }
             isum += (lo - offset) * xb.qs[4 * k + i] + (hi - offset) * xb.qs[16 + 4 * k + i];
           }
         }
@@ -265,9 +245,9 @@ const KernelTable& scalar_kernel_table() {
       &dot_f32,
       &dot_f16,
       &dot_bf16,
-      &q4_1_group<BlockQ4_1x8, kRepackRows>,
+      &nibble_group<BlockQ4_1x8, kRepackRows, false, true>,
       &q8_0_group<Q8_0x8Layout>,
-      &q4_1_group<BlockQ4_1x16, kWideRepackRows>,
+      &nibble_group<BlockQ4_1x16, kWideRepackRows, false, true>,
       &q8_0_group<Q8_0x16Layout>,
       &dot_blocks_f32<DType::q4_0, BlockQ4_0>,
       &dot_blocks_f32<DType::q4_1, BlockQ4_1>,
@@ -278,8 +258,8 @@ const KernelTable& scalar_kernel_table() {
       &kquant_tile<unpack_q4_k, sizeof(BlockQ4K)>,
       &kquant_tile<unpack_q5_k, sizeof(BlockQ5K)>,
       &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
-      &q5_group<BlockQ5_0x16, false>,
-      &q5_group<BlockQ5_1x16, true>,
+      &nibble_group<BlockQ5_0x16, kWideRepackRows, true, false>,
+      &nibble_group<BlockQ5_1x16, kWideRepackRows, true, true>,
   };
   return table;
 }

@@ -12,6 +12,38 @@ namespace {
 
 int8_t round_to_i8(float v) { return static_cast<int8_t>(std::nearbyint(v)); }
 
+// One block of 32 for Q4_0/Q5_0: the value of largest magnitude maps to q = 0,
+// i.e. to -half * d (ggml's choice), and q = round(x / d) + half clamped to
+// [0, 2 half - 1]. Returns d (rounded to f16 only when stored).
+float quantize_block_symmetric(const float* x, int half, int* q) {  // q: [32]
+  float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
+  for (int j = 0; j < kBlock; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / static_cast<float>(-half);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint(x[j] * id)) + half, 0, 2 * half - 1);
+  return d;
+}
+
+// One block of 32 for Q4_1/Q5_1: d = (max - min) / top, m = min, q =
+// round((x - min) / d) clamped to [0, top].
+void quantize_block_min(const float* x, int top, int* q, float* d, float* min) {  // q: [32]
+  const auto [lo, hi] = std::minmax_element(x, x + kBlock);
+  *min = *lo;
+  *d = (*hi - *min) / static_cast<float>(top);
+  const float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+  for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint((x[j] - *min) * id)), 0, top);
+}
+
+// Packs 32 values 0..15 into Q4_0/Q4_1 nibbles: element j < 16 low, j + 16 high.
+void pack_q4(const int* q, uint8_t* qs) {
+  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + kBlock / 2] << 4));
+}
+
 // The 5-bit value of element j (0..31) of a Q5_0/Q5_1 block.
 int q5_value(const uint8_t* qs, const uint8_t* qh, int j) {
   uint32_t high;
@@ -206,68 +238,38 @@ bool dequantize_row(DType type, const void* x, float* y, int64_t n) {
 
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
-    for (int j = 0; j < kBlock; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
-    for (int j = 0; j < kBlock / 2; ++j) {
-      const int q0 = std::clamp(static_cast<int>(std::nearbyint(x[j] * id)) + 8, 0, 15);
-      const int q1 = std::clamp(static_cast<int>(std::nearbyint(x[j + kBlock / 2] * id)) + 8, 0, 15);
-      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
+    int q[kBlock];
+    y[b].d = f32_to_f16(quantize_block_symmetric(x, 8, q));
+    pack_q4(q, y[b].qs);
   }
 }
 
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    const auto [lo, hi] = std::minmax_element(x, x + kBlock);
-    const float min = *lo;
-    const float d = (*hi - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kBlock];
+    float d, min;
+    quantize_block_min(x, 15, q, &d, &min);
     y[b].d = f32_to_f16(d);
     y[b].m = f32_to_f16(min);
-    for (int j = 0; j < kBlock / 2; ++j) {
-      const int q0 = std::clamp(static_cast<int>(std::nearbyint((x[j] - min) * id)), 0, 15);
-      const int q1 = std::clamp(static_cast<int>(std::nearbyint((x[j + kBlock / 2] - min) * id)), 0, 15);
-      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
+    pack_q4(q, y[b].qs);
   }
 }
 
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
-    for (int j = 0; j < kBlock; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
     int q[kBlock];
-    for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint(x[j] * id)) + 16, 0, 31);
+    y[b].d = f32_to_f16(quantize_block_symmetric(x, 16, q));
     pack_q5(q, y[b].qs, y[b].qh);
   }
 }
 
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    const auto [lo, hi] = std::minmax_element(x, x + kBlock);
-    const float min = *lo;
-    const float d = (*hi - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kBlock];
+    float d, min;
+    quantize_block_min(x, 31, q, &d, &min);
     y[b].d = f32_to_f16(d);
     y[b].m = f32_to_f16(min);
-    int q[kBlock];
-    for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint((x[j] - min) * id)), 0, 31);
     pack_q5(q, y[b].qs, y[b].qh);
   }
 }
