@@ -2,8 +2,6 @@
 // prefill (many) alike: tiles of 4 weight rows by up to 4 activation rows.
 #include "kquant_linear.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -79,18 +77,9 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
     if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
-#pragma omp parallel if (parallel)
-    {
-      const int nt = omp_get_num_threads();
-      const int th = omp_get_thread_num();
-      const RowRange xr = split_rows(n_rows, 1, th, nt);
-      quantize_rows(x, xr.begin, xr.end);
-      if (nt > 1) {
-#pragma omp barrier
-      }
-      const RowRange wr = split_rows(out_, kMaxTileW, th, nt);
-      output_range(t, n_rows, y, wr.begin, wr.end);
-    }
+    quantize_then_split(
+        n_rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(x, b, e); },
+        [&](int64_t b, int64_t e) { output_range(t, n_rows, y, b, e); });
     return Status::Ok();
   });
 }

@@ -1,8 +1,6 @@
 // quant_linear.cpp: the matrix-vector (decode) and matrix-matrix (prefill) drivers.
 #include "quant_linear.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 
@@ -173,19 +171,10 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     reserve_scratch(n_rows);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
-#pragma omp parallel if (parallel)
-    {
-      const int nt = omp_get_num_threads();
-      const int t = omp_get_thread_num();
-      const RowRange xr = split_rows(n_rows, 1, t, nt);
-      quantize_rows(k, x, xr.begin, xr.end);
-      if (nt > 1) {
-#pragma omp barrier
-      }
-      // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
-      const RowRange wr = split_rows(out_, group_rows_, t, nt);
-      output_range(k, n_rows, y, wr.begin, wr.end);
-    }
+    // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
+    quantize_then_split(
+        n_rows, out_, group_rows_, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, x, b, e); },
+        [&](int64_t b, int64_t e) { output_range(k, n_rows, y, b, e); });
     return Status::Ok();
   });
 }

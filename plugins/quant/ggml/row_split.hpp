@@ -1,5 +1,8 @@
-// row_split.hpp: static partition of output rows among OpenMP threads.
+// row_split.hpp: static partition of output rows among OpenMP threads, and
+// the parallel region of the quantized-domain drivers' forward().
 #pragma once
+
+#include <omp.h>
 
 #include <cstdint>
 
@@ -20,6 +23,27 @@ inline RowRange split_rows(int64_t total, int64_t align, int t, int n) {
   const int64_t begin = first * align;
   const int64_t end = (first + count) * align;
   return {begin < total ? begin : total, end < total ? end : total};
+}
+
+// One parallel region (if `parallel`): each thread quantizes its share of the
+// n_rows activation rows, quantize(begin, end); all wait; then each computes
+// its share of the `out` output rows, output(begin, end), split on multiples
+// of `align` so no tile or repacked group straddles two threads.
+template <class Quantize, class Output>
+void quantize_then_split(int64_t n_rows, int64_t out, int64_t align, bool parallel, Quantize&& quantize,
+                         Output&& output) {
+#pragma omp parallel if (parallel)
+  {
+    const int nt = omp_get_num_threads();
+    const int t = omp_get_thread_num();
+    const RowRange xr = split_rows(n_rows, 1, t, nt);
+    quantize(xr.begin, xr.end);
+    if (nt > 1) {
+#pragma omp barrier
+    }
+    const RowRange wr = split_rows(out, align, t, nt);
+    output(wr.begin, wr.end);
+  }
 }
 
 }  // namespace tessera::ggml
