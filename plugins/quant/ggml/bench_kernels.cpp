@@ -139,6 +139,7 @@ void kmix_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatVec<DType::q5_0>)
     ->Args({1536, 576, 1, static_cast<int>(best_simd_level()), 1})
     ->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})
+    ->Args({1536, 576, 2, static_cast<int>(SimdLevel::avx2), 1})  // the 8-row layout
     ->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();

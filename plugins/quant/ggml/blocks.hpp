@@ -117,6 +117,22 @@ struct BlockQ4_1x8 {
   uint8_t qs[kRepackRows * kBlock / 2];
 };
 
+// Q5_0 and Q5_1, 8 rows (the AVX2 and AVX-512 kernels without VNNI): qs as
+// BlockQ4_1x8, and the fifth bits as one 32-bit byte mask per chunk, laid
+// out as in the 16-row layouts below (bit 4r + i of qh[k]: quant 4k + i of
+// row r; of qh[4 + k]: quant 16 + 4k + i).
+struct BlockQ5_0x8 {
+  uint16_t d[kRepackRows];
+  uint32_t qh[8];
+  uint8_t qs[kRepackRows * kBlock / 2];
+};
+struct BlockQ5_1x8 {
+  uint16_t d[kRepackRows];
+  uint16_t m[kRepackRows];
+  uint32_t qh[8];
+  uint8_t qs[kRepackRows * kBlock / 2];
+};
+
 // Chunk k (0..7) of qs: bytes 4r..4r+3 are quants 4k..4k+3 of row r.
 struct BlockQ8_0x8 {
   uint16_t d[kRepackRows];
@@ -175,6 +191,8 @@ struct BlockQ8_0x16Pair {
 
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
+static_assert(sizeof(BlockQ5_0x8) == 8 * sizeof(BlockQ5_0));
+static_assert(sizeof(BlockQ5_1x8) == 8 * sizeof(BlockQ5_1));
 static_assert(sizeof(BlockQ5_0x16) == 16 * sizeof(BlockQ5_0));
 static_assert(sizeof(BlockQ5_1x16) == 16 * sizeof(BlockQ5_1));
 static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0));

@@ -118,6 +118,9 @@ struct KernelTable {
   // Q5_0 reads ActivationScales::q_sum128 for its - 16.
   RepackTileFn q5_0x16;
   RepackTileFn q5_1x16;
+  // The 8-row Q5_0/Q5_1 layouts (BlockQ5_0x8, BlockQ5_1x8): every level.
+  RepackTileFn q5_0x8;
+  RepackTileFn q5_1x8;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -528,7 +528,8 @@ const KernelTable& avx2_kernel_table() {
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,
       &kquant_tile<K4Format<false>>, &kquant_tile<K4Format<true>>, &kquant_tile<K6Format>,
-      nullptr, nullptr,  // no 16-row Q5 kernels: those rows run the tiles above from the ggml layout
+      nullptr, nullptr,  // the 16-row Q5 layouts need AVX-512 VNNI
+      repack::q5_0x8, repack::q5_1x8,
   };
   return table;
 }

@@ -434,6 +434,7 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
 #else
       nullptr, nullptr,
 #endif
+      repack::q5_0x8, repack::q5_1x8,
   };
   return table;
 }

@@ -35,29 +35,49 @@ inline __m256 scales8(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
+// The fifth bits of one chunk of a Q5 8-row layout (bit 4r + i set: quant i
+// of row r has bit 4) as 0x10 in byte 4r + i. AVX-512BW/VL: one masked move;
+// AVX2: byte j takes mask byte j / 8, then keeps bit j % 8 of it.
+inline __m256i fifth_bits(uint32_t mask) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  return _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(0x10));
+#else
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(mask)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+#endif
+}
+
+// The nibble layouts, 8 rows: Q4_1 (w = d q + m), Q5_0 (w = d (q - 16)) and
+// Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in from the chunk masks).
+// Q5_0's -16 is taken off exactly in i32 through the activation's quant sums
+// (-16 * sum(q_x) = -q_sum128 / 8).
+//
 // Loop order: quant group k outer, activation row inner, so consecutive
 // integer dot instructions feed different accumulators. Written row-major
 // (all of row 0's quants, then row 1's), each row's vpdpbusd formed an 8-deep
 // dependency chain and the out-of-order window overlapped only two or three
 // rows: the kernel ran at the instruction's latency, not its throughput. With
 // few rows (NX <= 4) each row also gets two chains (low/high nibbles, even/odd k).
-template <int NX>
-void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
-  using tessera::ggml::BlockQ4_1x8;
+template <int NX, typename Group, bool kHighBits, bool kMin>
+void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                      const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
-  const auto* w = static_cast<const BlockQ4_1x8*>(group);
+  const auto* w = static_cast<const Group*>(group);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_1x8& wb = w[b];
+    const Group& wb = w[b];
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
-    // VNNI: i32 sums per row. Otherwise eight vpmaddubsw results summed in i16:
-    // each is at most 2 * 15 * 127, eight of them 30480 < 32767, no saturation.
+    // VNNI: i32 sums per row. Otherwise vpmaddubsw results summed in i16: each
+    // is at most 2 * 15 * 127 for 4-bit quants, eight of them 30480 < 32767;
+    // 5-bit quants reach 2 * 31 * 127, so those widen to i32 after every two.
     __m256i dot[NX], dot_hi[kTwoChains ? NX : 1];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
@@ -67,8 +87,12 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
-      const __m256i lo = _mm256_and_si256(v, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      __m256i lo = _mm256_and_si256(v, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      if constexpr (kHighBits) {
+        lo = _mm256_or_si256(lo, fifth_bits(wb.qh[k]));
+        hi = _mm256_or_si256(hi, fifth_bits(wb.qh[4 + k]));
+      }
 #pragma GCC unroll 8
       for (int xi = 0; xi < NX; ++xi) {
 #if TESSERA_GGML_VNNI
@@ -76,23 +100,30 @@ void q4_1x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
         __m256i& second = kTwoChains ? dot_hi[kTwoChains ? xi : 0] : dot[xi];
         second = _mm256_dpbusd_epi32(second, hi, broadcast4(xq[xi] + 16 + 4 * k));
 #else
-        dot[xi] = _mm256_add_epi16(dot[xi], _mm256_maddubs_epi16(lo, broadcast4(xq[xi] + 4 * k)));
-        dot[xi] = _mm256_add_epi16(dot[xi], _mm256_maddubs_epi16(hi, broadcast4(xq[xi] + 16 + 4 * k)));
+        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(xq[xi] + 4 * k)),
+                                               _mm256_maddubs_epi16(hi, broadcast4(xq[xi] + 16 + 4 * k)));
+        if constexpr (kHighBits) {
+          dot[xi] = _mm256_add_epi32(dot[xi], _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+        } else {
+          dot[xi] = _mm256_add_epi16(dot[xi], pairs);
+        }
 #endif
       }
     }
     const __m256 d = scales8(wb.d);
-    const __m256 m = scales8(wb.m);
+    __m256 m = _mm256_setzero_ps();
+    if constexpr (kMin) m = scales8(wb.m);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
 #if TESSERA_GGML_VNNI
-      const __m256i sum = kTwoChains ? _mm256_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
+      __m256i sum = kTwoChains ? _mm256_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
 #else
-      const __m256i sum = _mm256_madd_epi16(dot[xi], _mm256_set1_epi16(1));
+      __m256i sum = kHighBits ? dot[xi] : _mm256_madd_epi16(dot[xi], _mm256_set1_epi16(1));
 #endif
       const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
+      if constexpr (!kMin) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(xsb.q_sum128 / 8));  // Q5_0's -16
       acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(sum), acc[xi]);
-      acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // the per-block minimum: m * d_x * sum(q_x)
+      if constexpr (kMin) acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // m * d_x * sum(q_x)
     }
   }
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
@@ -165,7 +196,21 @@ template <int NX>
 struct Q4_1x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q4_1x8_fixed<NX>(g, nb, x, xs, xb, y, ys);
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_1x8, false, true>(g, nb, x, xs, xb, y, ys);
+  }
+};
+template <int NX>
+struct Q5_0x8 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_0x8, true, false>(g, nb, x, xs, xb, y, ys);
+  }
+};
+template <int NX>
+struct Q5_1x8 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_1x8, true, true>(g, nb, x, xs, xb, y, ys);
   }
 };
 template <int NX>
@@ -178,5 +223,7 @@ struct Q8_0x8 {
 
 constexpr tessera::ggml::RepackTileFn q4_1x8 = &by_nx<Q4_1x8>;
 constexpr tessera::ggml::RepackTileFn q8_0x8 = &by_nx<Q8_0x8>;
+constexpr tessera::ggml::RepackTileFn q5_0x8 = &by_nx<Q5_0x8>;
+constexpr tessera::ggml::RepackTileFn q5_1x8 = &by_nx<Q5_1x8>;
 
 }  // namespace repack

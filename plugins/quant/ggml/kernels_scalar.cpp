@@ -144,8 +144,8 @@ void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_
 // (R rows, chunk k of qs holding bytes 4r..4r+3 for row r), with the
 // per-block arithmetic of the plain tiles (dot_q4_1_block, dot_q5_0_block,
 // dot_q5_1_block), so a group equals them bit for bit. The nibble layouts:
-// Q4_1 (8 or 16 rows), and Q5_0/Q5_1 (16 rows, kHighBits: the fifth bit of
-// each quant from the chunk masks qh). The reference reads the scales from
+// Q4_1 and Q5_0/Q5_1 (kHighBits: the fifth bit of each quant from the chunk
+// masks qh), 8 or 16 rows. The reference reads the scales from
 // the blocks themselves, not from xs.
 template <typename Group, int R, bool kHighBits, bool kMin>
 void nibble_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
@@ -260,6 +260,8 @@ const KernelTable& scalar_kernel_table() {
       &kquant_tile<unpack_q6_k, sizeof(BlockQ6K)>,
       &nibble_group<BlockQ5_0x16, kWideRepackRows, true, false>,
       &nibble_group<BlockQ5_1x16, kWideRepackRows, true, true>,
+      &nibble_group<BlockQ5_0x8, kRepackRows, true, false>,
+      &nibble_group<BlockQ5_1x8, kRepackRows, true, true>,
   };
   return table;
 }

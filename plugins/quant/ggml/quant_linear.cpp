@@ -41,11 +41,9 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
       bias_(std::move(bias)) {
-  const bool q5 = type == DType::q5_0 || type == DType::q5_1;
-  if (!repack || (type != DType::q4_1 && type != DType::q8_0 && !q5)) return;
+  if (!repack || (type != DType::q4_1 && type != DType::q8_0 && type != DType::q5_0 && type != DType::q5_1)) return;
   // The 16-row layout where the kernels in use have it; a level forced later
-  // that lacks it computes from the ggml rows instead (rows()). Q5_0/Q5_1
-  // have only the 16-row layout: without its kernels they stay in place.
+  // that lacks it computes from the ggml rows instead (rows()).
   const KernelTable& k = active_kernels();
   RepackTileFn wide_kernel = nullptr;
   switch (type) {
@@ -54,7 +52,6 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
     case DType::q5_0: wide_kernel = k.q5_0x16; break;
     default: wide_kernel = k.q5_1x16; break;
   }
-  if (q5 && wide_kernel == nullptr) return;
   group_rows_ = wide_kernel != nullptr ? kWideRepackRows : kRepackRows;
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
@@ -64,9 +61,13 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   std::byte* dst = repacked_.data;
   const bool wide = group_rows_ == kWideRepackRows;
   if (type == DType::q5_0) {
-    repack_q5_0x16(reinterpret_cast<const BlockQ5_0*>(weights_), repacked_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst));
+    const auto* rows = reinterpret_cast<const BlockQ5_0*>(weights_);
+    if (wide) repack_q5_0x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst));
+    else repack_q5_0x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_0x8*>(dst));
   } else if (type == DType::q5_1) {
-    repack_q5_1x16(reinterpret_cast<const BlockQ5_1*>(weights_), repacked_rows_, nb, reinterpret_cast<BlockQ5_1x16*>(dst));
+    const auto* rows = reinterpret_cast<const BlockQ5_1*>(weights_);
+    if (wide) repack_q5_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_1x16*>(dst));
+    else repack_q5_1x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_1x8*>(dst));
   } else if (type == DType::q4_1) {
     const auto* rows = reinterpret_cast<const BlockQ4_1*>(weights_);
     if (wide) repack_q4_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x16*>(dst));
@@ -83,8 +84,8 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
   switch (type_) {
     case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
     case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
-    case DType::q5_0: return k.q5_0x16;  // only ever repacked 16 rows at a time
-    case DType::q5_1: return k.q5_1x16;
+    case DType::q5_0: return wide ? k.q5_0x16 : k.q5_0x8;
+    case DType::q5_1: return wide ? k.q5_1x16 : k.q5_1x8;
     default: return nullptr;
   }
 }
@@ -113,8 +114,8 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   const int64_t nb = in_ / kBlock;
   BlockQ8_1* xq = x_q8_.data();
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  // Only the 16-row Q8_0 (weights stored as q + 128) and Q5_0 (q - 16) kernels read the quant sums.
-  const bool want_q_sums = (type_ == DType::q8_0 || type_ == DType::q5_0) && group_rows_ == kWideRepackRows;
+  // Only the 16-row Q8_0 kernel (weights stored as q + 128) and the Q5_0 group kernels (q - 16) read the quant sums.
+  const bool want_q_sums = (type_ == DType::q8_0 && group_rows_ == kWideRepackRows) || type_ == DType::q5_0;
   for (int64_t i = row_begin; i < row_end; ++i) {
     k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
     if (xs != nullptr) {

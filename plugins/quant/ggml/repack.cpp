@@ -2,6 +2,7 @@
 #include "repack.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 namespace tessera::ggml {
 
@@ -24,11 +25,11 @@ void repack_q4_1_rows(const BlockQ4_1* src, int64_t rows, int64_t nb, Group* dst
   }
 }
 
-// 16 rows of Q5_0/Q5_1 blocks into Group: the scales, qs as for Q4_1, and
-// the fifth bits regrouped into the chunk masks of blocks.hpp.
-template <typename Block, typename Group>
+// R (8 or 16) rows of Q5_0/Q5_1 blocks into Group: the scales, qs as for
+// Q4_1, and the fifth bits regrouped into the chunk masks of blocks.hpp.
+template <typename Block, typename Group, int R>
 void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
-  constexpr int R = kWideRepackRows;
+  using Mask = std::remove_reference_t<decltype(dst->qh[0])>;  // uint32_t (8 rows) or uint64_t (16)
   for (int64_t g = 0; g < rows / R; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       Group& out = dst[g * nb + b];
@@ -42,8 +43,8 @@ void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
         std::memcpy(&high, in.qh, sizeof high);
         for (int k = 0; k < 4; ++k) {
           for (int i = 0; i < 4; ++i) {
-            out.qh[k] |= static_cast<uint64_t>((high >> (4 * k + i)) & 1u) << (4 * r + i);
-            out.qh[4 + k] |= static_cast<uint64_t>((high >> (16 + 4 * k + i)) & 1u) << (4 * r + i);
+            out.qh[k] |= static_cast<Mask>((high >> (4 * k + i)) & 1u) << (4 * r + i);
+            out.qh[4 + k] |= static_cast<Mask>((high >> (16 + 4 * k + i)) & 1u) << (4 * r + i);
           }
         }
       }
@@ -54,11 +55,19 @@ void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
 }  // namespace
 
 void repack_q5_0x16(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x16* dst) {
-  repack_q5_rows(src, rows, nb, dst);
+  repack_q5_rows<BlockQ5_0, BlockQ5_0x16, kWideRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q5_1x16(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x16* dst) {
-  repack_q5_rows(src, rows, nb, dst);
+  repack_q5_rows<BlockQ5_1, BlockQ5_1x16, kWideRepackRows>(src, rows, nb, dst);
+}
+
+void repack_q5_0x8(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x8* dst) {
+  repack_q5_rows<BlockQ5_0, BlockQ5_0x8, kRepackRows>(src, rows, nb, dst);
+}
+
+void repack_q5_1x8(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x8* dst) {
+  repack_q5_rows<BlockQ5_1, BlockQ5_1x8, kRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst) {

@@ -14,6 +14,9 @@ void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* 
 // `rows` a multiple of 16; dst holds rows / 16 groups of nb blocks.
 void repack_q4_1x16(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x16* dst);
 void repack_q5_0x16(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x16* dst);
+// `rows` a multiple of 8 (the 8-row Q5 layouts).
+void repack_q5_0x8(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x8* dst);
+void repack_q5_1x8(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x8* dst);
 void repack_q5_1x16(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x16* dst);
 // Each Q8_0 group is nb / 2 BlockQ8_0x16Pair and, for odd nb, one BlockQ8_0x16.
 void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "dequantize_fast.hpp"
@@ -275,13 +276,12 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         switch (type) {
           case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
           case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
-          case DType::q5_0: return wide ? k.q5_0x16 : nullptr;  // Q5 has only the 16-row layout
-          default: return wide ? k.q5_1x16 : nullptr;
+          case DType::q5_0: return wide ? k.q5_0x16 : k.q5_0x8;
+          default: return wide ? k.q5_1x16 : k.q5_1x8;
         }
       };
       const RepackTileFn simd_fn = group_fn(simd);
       const RepackTileFn ref_fn = group_fn(ref);
-      if (!wide && (type == DType::q5_0 || type == DType::q5_1)) continue;
       ASSERT_NE(ref_fn, nullptr);
       if (simd_fn == nullptr) continue;
       for (int64_t nb : {1, 3, 18, 48}) {
@@ -291,11 +291,13 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         const size_t row_bytes = dtype_row_bytes(type, cols);
         std::vector<uint8_t> packed(w.size());
         if (type == DType::q5_0) {
-          repack_q5_0x16(reinterpret_cast<const BlockQ5_0*>(w.data()), rows, nb,
-                         reinterpret_cast<BlockQ5_0x16*>(packed.data()));
+          const auto* src = reinterpret_cast<const BlockQ5_0*>(w.data());
+          if (wide) repack_q5_0x16(src, rows, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
+          else repack_q5_0x8(src, rows, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
         } else if (type == DType::q5_1) {
-          repack_q5_1x16(reinterpret_cast<const BlockQ5_1*>(w.data()), rows, nb,
-                         reinterpret_cast<BlockQ5_1x16*>(packed.data()));
+          const auto* src = reinterpret_cast<const BlockQ5_1*>(w.data());
+          if (wide) repack_q5_1x16(src, rows, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
+          else repack_q5_1x8(src, rows, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
         } else if (type == DType::q4_1) {
           const auto* src = reinterpret_cast<const BlockQ4_1*>(w.data());
           if (wide) repack_q4_1x16(src, rows, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
@@ -336,6 +338,57 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
           }
         }
       }
+    }
+  }
+}
+
+// Every quant at its largest value against activations of 127 with unit
+// scales: the result is an integer (32 * 127 * q per block) exact in f32, so
+// any 16-bit partial sum that saturates shows. Random data rarely gets there.
+TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  constexpr uint16_t kOne = 0x3C00;
+  constexpr int64_t nb = 5;
+  std::vector<BlockQ8_1> x(nb);
+  std::vector<ActivationScales> xs(nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    x[b].d = kOne;
+    for (auto& q : x[b].qs) q = 127;
+    x[b].s = f32_to_f16(32 * 127.0f);  // exact in f16; only meets m = 0 below
+    xs[b] = {1.0f, 32 * 127.0f, 128 * 32 * 127};
+  }
+  for (const int R : {kRepackRows, kWideRepackRows}) {
+    for (DType type : {DType::q4_1, DType::q5_0, DType::q5_1}) {
+      const RepackTileFn fn = type == DType::q4_1 ? (R == kWideRepackRows ? k.q4_1x16 : k.q4_1x8)
+                              : type == DType::q5_0 ? (R == kWideRepackRows ? k.q5_0x16 : k.q5_0x8)
+                                                    : (R == kWideRepackRows ? k.q5_1x16 : k.q5_1x8);
+      if (fn == nullptr) continue;  // no kernel for this layout at this level
+      const size_t block_bytes = dtype_info(type).block_bytes;
+      std::vector<uint8_t> rows(R * nb * block_bytes, 0xFF), packed(rows.size());
+      for (int64_t i = 0; i < R * nb; ++i) {  // d = 1 (and m = 0): every quant 15 or 31
+        uint8_t* blk = rows.data() + i * block_bytes;
+        std::memcpy(blk, &kOne, 2);
+        if (type != DType::q5_0) std::memset(blk + 2, 0, 2);
+      }
+      if (type == DType::q4_1) {
+        const auto* src = reinterpret_cast<const BlockQ4_1*>(rows.data());
+        if (R == kWideRepackRows) repack_q4_1x16(src, R, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
+        else repack_q4_1x8(src, R, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
+      } else if (type == DType::q5_0) {
+        const auto* src = reinterpret_cast<const BlockQ5_0*>(rows.data());
+        if (R == kWideRepackRows) repack_q5_0x16(src, R, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
+        else repack_q5_0x8(src, R, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
+      } else {
+        const auto* src = reinterpret_cast<const BlockQ5_1*>(rows.data());
+        if (R == kWideRepackRows) repack_q5_1x16(src, R, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
+        else repack_q5_1x8(src, R, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
+      }
+      const int q = type == DType::q4_1 ? 15 : type == DType::q5_0 ? 31 - 16 : 31;
+      std::vector<float> y(R);
+      fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R);
+      for (int r = 0; r < R; ++r)
+        EXPECT_EQ(y[r], static_cast<float>(nb * 32 * 127 * q)) << dtype_name(type) << " R=" << R << " row " << r;
     }
   }
 }
