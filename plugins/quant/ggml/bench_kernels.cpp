@@ -134,6 +134,7 @@ void kmix_args(benchmark::internal::Benchmark* b) {
     b->Args({576, 1536, threads, best, 1});
     b->Args({4096, 4096, threads, best, 1});
   }
+  b->Args({4096, 4096, 1, static_cast<int>(SimdLevel::avx2), 1});  // the 256-bit kernels, for comparison
   b->ArgNames({"out", "in", "threads", "level", "streamed"});
 }
 BENCHMARK(BM_MatVec<DType::q5_0>)

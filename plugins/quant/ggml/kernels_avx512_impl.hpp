@@ -427,7 +427,10 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
 #endif
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,
-      // The K-quants run the AVX2 kernels (a 512-bit version is not written yet).
+      // The K-quants run the AVX2 kernels: a 512-bit version (64 weights per
+      // step, vpermw for Q6_K's scales) was slower on Zen 4, which splits zmm
+      // integer work into two 256-bit halves: 4096 x 4096 streamed, one core,
+      // Q4_K 13.1-13.3 against 15.1-15.3 GB/s, Q6_K 16.2 against 16.9-17.0.
       avx2_kernel_table().q4_k, avx2_kernel_table().q5_k, avx2_kernel_table().q6_k,
 #if TESSERA_GGML_VNNI
       repack16::q5_0x16, repack16::q5_1x16,
