@@ -28,16 +28,13 @@ inline __m256i load_nibbles(const uint8_t* qs) {  // 16 bytes -> 32 values 0..15
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-// The 32 high bits of a Q5_0/Q5_1 block -> 0x10 in byte j where bit j is set:
-// byte j takes qh byte j / 8, then keeps bit j % 8 of it.
+#include "fifth_bits_impl.hpp"
+
+// The 32 high bits of a Q5_0/Q5_1 block (bit j: element j) -> 0x10 in byte j.
 inline __m256i load_high_bits(const uint8_t* qh) {
   uint32_t bits;
   __builtin_memcpy(&bits, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+  return fifth_bits(bits);
 }
 
 inline __m256i dot_u8_i8(__m256i u, __m256i s) {  // 8 lanes of i32 partial sums

@@ -410,6 +410,7 @@ float dot_half(const void* w, const float* x, int64_t n) {
   return hsum(_mm512_add_ps(acc0, acc1));
 }
 
+#include "fifth_bits_impl.hpp"
 #define TESSERA_GGML_REPACK_TILE_X 8
 #include "kernels_repack_impl.hpp"
 #if TESSERA_GGML_VNNI

@@ -35,23 +35,9 @@ inline __m256 scales8(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// The fifth bits of one chunk of a Q5 8-row layout (bit 4r + i set: quant i
-// of row r has bit 4) as 0x10 in byte 4r + i. AVX-512BW/VL: one masked move;
-// AVX2: byte j takes mask byte j / 8, then keeps bit j % 8 of it.
-inline __m256i fifth_bits(uint32_t mask) {
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-  return _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(0x10));
-#else
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(mask)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
-#endif
-}
-
 // The nibble layouts, 8 rows: Q4_1 (w = d q + m), Q5_0 (w = d (q - 16)) and
-// Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in from the chunk masks).
+// Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in from the chunk masks,
+// fifth_bits_impl.hpp, which the including unit provides).
 // Q5_0's -16 is taken off exactly in i32 through the activation's quant sums
 // (-16 * sum(q_x) = -q_sum128 / 8).
 //
