@@ -44,6 +44,11 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
   }
 }
 
+void KQuantLinear::reserve_scratch(int64_t n_rows) {
+  const size_t needed = static_cast<size_t>(n_rows * (in_ / kSuperBlock));
+  if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
+}
+
 void KQuantLinear::quantize_rows(const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kSuperBlock;
   for (int64_t i = row_begin; i < row_end; ++i) quantize_row_q8_k(x + i * in_, x_q8k_.data() + i * nb, in_);
@@ -73,8 +78,7 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml K-quant linear: null input or output");
   return guard([&]() -> Status {
     const KQuantTileFn t = tile(active_kernels());  // read per call so a forced level applies at once
-    const size_t needed = static_cast<size_t>(n_rows * (in_ / kSuperBlock));
-    if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
+    reserve_scratch(n_rows);
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
 
     quantize_then_split(
@@ -89,8 +93,7 @@ Status KQuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
   if (x == nullptr) return InvalidArgument("ggml K-quant linear: null input");
   return guard([&]() -> Status {
     prepared_tile_ = tile(active_kernels());
-    const size_t needed = static_cast<size_t>(n_rows * (in_ / kSuperBlock));
-    if (x_q8k_.size() < needed) x_q8k_.resize(needed);
+    reserve_scratch(n_rows);
     quantize_rows(x, 0, n_rows);
     prepared_rows_ = n_rows;
     return Status::Ok();

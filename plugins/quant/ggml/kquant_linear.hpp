@@ -39,6 +39,7 @@ class KQuantLinear final : public Linear {
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
   void output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
   void quantize_rows(const float* x, int64_t row_begin, int64_t row_end);
+  void reserve_scratch(int64_t n_rows);
 
   const uint8_t* weights_;
   DType type_;

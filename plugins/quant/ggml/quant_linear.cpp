@@ -41,18 +41,11 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
       bias_(std::move(bias)) {
-  if (!repack || (type != DType::q4_1 && type != DType::q8_0 && type != DType::q5_0 && type != DType::q5_1)) return;
+  const KernelTable& k = active_kernels();
+  if (!repack || repacked_group_kernel(k, type, false) == nullptr) return;  // a format without repacked layouts
   // The 16-row layout where the kernels in use have it; a level forced later
   // that lacks it computes from the ggml rows instead (rows()).
-  const KernelTable& k = active_kernels();
-  RepackTileFn wide_kernel = nullptr;
-  switch (type) {
-    case DType::q4_1: wide_kernel = k.q4_1x16; break;
-    case DType::q8_0: wide_kernel = k.q8_0x16; break;
-    case DType::q5_0: wide_kernel = k.q5_0x16; break;
-    default: wide_kernel = k.q5_1x16; break;
-  }
-  group_rows_ = wide_kernel != nullptr ? kWideRepackRows : kRepackRows;
+  group_rows_ = repacked_group_kernel(k, type, true) != nullptr ? kWideRepackRows : kRepackRows;
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
@@ -79,15 +72,18 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   }
 }
 
-RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
-  const bool wide = group_rows_ == kWideRepackRows;
-  switch (type_) {
+RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide) {
+  switch (type) {
     case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
     case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
     case DType::q5_0: return wide ? k.q5_0x16 : k.q5_0x8;
     case DType::q5_1: return wide ? k.q5_1x16 : k.q5_1x8;
     default: return nullptr;
   }
+}
+
+RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
+  return repacked_group_kernel(k, type_, group_rows_ == kWideRepackRows);
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,

@@ -14,6 +14,10 @@
 
 namespace tessera::ggml {
 
+// The group kernel of `k` for `type` in its 16-row (wide) or 8-row layout,
+// or nullptr where `k` has none or the format has no repacked layout.
+RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide);
+
 class QuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 32 blocks of `type`, kept by

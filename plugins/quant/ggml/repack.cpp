@@ -8,43 +8,31 @@ namespace tessera::ggml {
 
 namespace {
 
-// R rows of Q4_1 blocks into Group (BlockQ4_1x8 or BlockQ4_1x16): chunk k of
-// qs holds bytes 4k..4k+3 of each row's qs, row r at bytes 4r..4r+3.
-template <typename Group, int R>
-void repack_q4_1_rows(const BlockQ4_1* src, int64_t rows, int64_t nb, Group* dst) {
-  for (int64_t g = 0; g < rows / R; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      Group& out = dst[g * nb + b];
-      for (int r = 0; r < R; ++r) {
-        const BlockQ4_1& in = src[(g * R + r) * nb + b];
-        out.d[r] = in.d;
-        out.m[r] = in.m;
-        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
-      }
-    }
-  }
-}
-
-// R (8 or 16) rows of Q5_0/Q5_1 blocks into Group: the scales, qs as for
-// Q4_1, and the fifth bits regrouped into the chunk masks of blocks.hpp.
+// R rows (8 or 16) of a nibble format (Q4_1, Q5_0, Q5_1) into Group: the
+// scales (and minimums), chunk k of qs holding bytes 4k..4k+3 of each row's
+// qs (row r at bytes 4r..4r+3), and for Q5 the fifth bits regrouped into the
+// chunk masks of blocks.hpp.
 template <typename Block, typename Group, int R>
-void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
-  using Mask = std::remove_reference_t<decltype(dst->qh[0])>;  // uint32_t (8 rows) or uint64_t (16)
+void repack_nibble_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
+  constexpr bool kHighBits = requires(const Block& in) { in.qh; };
   for (int64_t g = 0; g < rows / R; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       Group& out = dst[g * nb + b];
-      std::memset(out.qh, 0, sizeof out.qh);
+      if constexpr (kHighBits) std::memset(out.qh, 0, sizeof out.qh);
       for (int r = 0; r < R; ++r) {
         const Block& in = src[(g * R + r) * nb + b];
         out.d[r] = in.d;
         if constexpr (requires { in.m; }) out.m[r] = in.m;
         for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
-        uint32_t high;
-        std::memcpy(&high, in.qh, sizeof high);
-        for (int k = 0; k < 4; ++k) {
-          for (int i = 0; i < 4; ++i) {
-            out.qh[k] |= static_cast<Mask>((high >> (4 * k + i)) & 1u) << (4 * r + i);
-            out.qh[4 + k] |= static_cast<Mask>((high >> (16 + 4 * k + i)) & 1u) << (4 * r + i);
+        if constexpr (kHighBits) {
+          using Mask = std::remove_reference_t<decltype(out.qh[0])>;  // uint32_t (8 rows) or uint64_t (16)
+          uint32_t high;
+          std::memcpy(&high, in.qh, sizeof high);
+          for (int k = 0; k < 4; ++k) {
+            for (int i = 0; i < 4; ++i) {
+              out.qh[k] |= static_cast<Mask>((high >> (4 * k + i)) & 1u) << (4 * r + i);
+              out.qh[4 + k] |= static_cast<Mask>((high >> (16 + 4 * k + i)) & 1u) << (4 * r + i);
+            }
           }
         }
       }
@@ -55,23 +43,23 @@ void repack_q5_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
 }  // namespace
 
 void repack_q5_0x16(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x16* dst) {
-  repack_q5_rows<BlockQ5_0, BlockQ5_0x16, kWideRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ5_0, BlockQ5_0x16, kWideRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q5_1x16(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x16* dst) {
-  repack_q5_rows<BlockQ5_1, BlockQ5_1x16, kWideRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ5_1, BlockQ5_1x16, kWideRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q5_0x8(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x8* dst) {
-  repack_q5_rows<BlockQ5_0, BlockQ5_0x8, kRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ5_0, BlockQ5_0x8, kRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q5_1x8(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x8* dst) {
-  repack_q5_rows<BlockQ5_1, BlockQ5_1x8, kRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ5_1, BlockQ5_1x8, kRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst) {
-  repack_q4_1_rows<BlockQ4_1x8, kRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ4_1, BlockQ4_1x8, kRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* dst) {
@@ -88,7 +76,7 @@ void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* 
 }
 
 void repack_q4_1x16(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x16* dst) {
-  repack_q4_1_rows<BlockQ4_1x16, kWideRepackRows>(src, rows, nb, dst);
+  repack_nibble_rows<BlockQ4_1, BlockQ4_1x16, kWideRepackRows>(src, rows, nb, dst);
 }
 
 void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dequantize_fast.hpp"
+#include "quant_linear.hpp"
 #include "reference.hpp"
 #include "repack.hpp"
 #include "test_util.hpp"
@@ -272,16 +273,8 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
     }
     const int rows = 2 * R;  // two groups; the second is tested
     for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
-      const auto group_fn = [&](const KernelTable& k) -> RepackTileFn {
-        switch (type) {
-          case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
-          case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
-          case DType::q5_0: return wide ? k.q5_0x16 : k.q5_0x8;
-          default: return wide ? k.q5_1x16 : k.q5_1x8;
-        }
-      };
-      const RepackTileFn simd_fn = group_fn(simd);
-      const RepackTileFn ref_fn = group_fn(ref);
+      const RepackTileFn simd_fn = repacked_group_kernel(simd, type, wide);
+      const RepackTileFn ref_fn = repacked_group_kernel(ref, type, wide);
       ASSERT_NE(ref_fn, nullptr);
       if (simd_fn == nullptr) continue;
       for (int64_t nb : {1, 3, 18, 48}) {
@@ -360,9 +353,7 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   }
   for (const int R : {kRepackRows, kWideRepackRows}) {
     for (DType type : {DType::q4_1, DType::q5_0, DType::q5_1}) {
-      const RepackTileFn fn = type == DType::q4_1 ? (R == kWideRepackRows ? k.q4_1x16 : k.q4_1x8)
-                              : type == DType::q5_0 ? (R == kWideRepackRows ? k.q5_0x16 : k.q5_0x8)
-                                                    : (R == kWideRepackRows ? k.q5_1x16 : k.q5_1x8);
+      const RepackTileFn fn = repacked_group_kernel(k, type, R == kWideRepackRows);
       if (fn == nullptr) continue;  // no kernel for this layout at this level
       const size_t block_bytes = dtype_info(type).block_bytes;
       std::vector<uint8_t> rows(R * nb * block_bytes, 0xFF), packed(rows.size());
