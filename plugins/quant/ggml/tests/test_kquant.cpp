@@ -35,13 +35,7 @@ std::vector<uint8_t> make_kquant_rows(DType type, int64_t rows, int64_t cols, ui
   for (size_t b = 0; b < w.size() / block_bytes; ++b) {
     uint8_t* blk = w.data() + b * block_bytes;
     if (b == 0) std::memset(blk, type == DType::q6_k ? 0x7F : 0xFF, block_bytes);
-    const uint16_t d = f32_to_f16(scales[2 * b]), dmin = f32_to_f16(scales[2 * b + 1]);
-    if (type == DType::q6_k) {
-      std::memcpy(blk + offsetof(BlockQ6K, d), &d, 2);
-    } else {
-      std::memcpy(blk + offsetof(BlockQ4K, d), &d, 2);
-      std::memcpy(blk + offsetof(BlockQ4K, dmin), &dmin, 2);
-    }
+    testing::set_kquant_scales(type, blk, scales[2 * b], scales[2 * b + 1]);
   }
   return w;
 }

@@ -57,16 +57,7 @@ std::vector<uint8_t> make_weight_bytes(DType type, int64_t rows, int64_t cols, u
       case DType::q6_k: {
         std::memcpy(dst, bytes.data() + r * row_bytes, row_bytes);
         const size_t block_bytes = dtype_info(type).block_bytes;
-        for (int64_t b = 0; b < cols / 256; ++b) {
-          uint8_t* blk = dst + b * block_bytes;
-          const uint16_t d = f32_to_f16(0.01f), dmin = f32_to_f16(0.005f);
-          if (type == DType::q6_k) {
-            std::memcpy(blk + 208, &d, 2);
-          } else {
-            std::memcpy(blk, &d, 2);
-            std::memcpy(blk + 2, &dmin, 2);
-          }
-        }
+        for (int64_t b = 0; b < cols / 256; ++b) testing::set_kquant_scales(type, dst + b * block_bytes, 0.01f, 0.005f);
         break;
       }
       default: ADD_FAILURE() << "no generator for " << dtype_name(type);

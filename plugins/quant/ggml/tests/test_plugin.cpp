@@ -149,12 +149,8 @@ TEST_F(PluginTest, Q5AndKQuantFormatsRunInBothArithmetics) {
     if (is_block_format(type) && dtype_info(type).block_elems == 256) {  // random quants, small scales
       w = testing::random_bytes(w.size(), 9);
       const size_t block_bytes = dtype_info(type).block_bytes;
-      const uint16_t d = f32_to_f16(0.002f), dmin = f32_to_f16(0.001f);
-      for (size_t b = 0; b < w.size() / block_bytes; ++b) {
-        uint8_t* blk = w.data() + b * block_bytes;
-        std::memcpy(blk + (type == DType::q6_k ? offsetof(BlockQ6K, d) : 0), &d, 2);
-        if (type != DType::q6_k) std::memcpy(blk + 2, &dmin, 2);
-      }
+      for (size_t b = 0; b < w.size() / block_bytes; ++b)
+        testing::set_kquant_scales(type, w.data() + b * block_bytes, 0.002f, 0.001f);
     }
     std::vector<float> wf(kOut * kIn);
     ASSERT_TRUE(dequantize_row(type, w.data(), wf.data(), kOut * kIn));

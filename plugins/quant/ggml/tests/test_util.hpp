@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -27,6 +29,18 @@ inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
+}
+
+// Stores d (and, for Q4_K/Q5_K, dmin) as f16 in a K-quant super-block: Q6_K
+// keeps d last, Q4_K/Q5_K keep d then dmin first.
+inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
+  const uint16_t dh = f32_to_f16(d), dminh = f32_to_f16(dmin);
+  if (type == DType::q6_k) {
+    std::memcpy(block + offsetof(BlockQ6K, d), &dh, 2);
+  } else {
+    std::memcpy(block + offsetof(BlockQ4K, d), &dh, 2);
+    std::memcpy(block + offsetof(BlockQ4K, dmin), &dminh, 2);
+  }
 }
 
 // Every SIMD level, for parametrized tests; the test skips levels this CPU lacks.
