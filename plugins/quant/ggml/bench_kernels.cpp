@@ -65,20 +65,22 @@ struct Copies {
   std::vector<std::unique_ptr<Linear>> linears;
 };
 
-// The driver the plugin makes for `type` with its default activations = "q8".
-std::unique_ptr<Linear> make_linear(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in) {
+// The driver the plugin makes for `type` (activations = "q8" for one term, "q8x2" for two).
+std::unique_ptr<Linear> make_linear(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
+                                    ActivationTerms terms = ActivationTerms::q8) {
   if (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)
-    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{});
-  return std::make_unique<QuantLinear>(w.data(), type, out, in, std::vector<float>{});
+    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{}, terms);
+  return std::make_unique<QuantLinear>(w.data(), type, out, in, std::vector<float>{}, true, nullptr, terms);
 }
 
-Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes) {
+Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes,
+                   ActivationTerms terms = ActivationTerms::q8) {
   Copies c;
   const uint64_t one = out * dtype_row_bytes(type, in);
   const uint64_t n = min_total_bytes == 0 ? 1 : (min_total_bytes + one - 1) / one;
   for (uint64_t i = 0; i < n; ++i) {
     c.weights.push_back(random_weights(type, out, in, static_cast<uint32_t>(i + 1)));
-    c.linears.push_back(make_linear(type, c.weights.back(), out, in));
+    c.linears.push_back(make_linear(type, c.weights.back(), out, in, terms));
   }
   return c;
 }
@@ -172,8 +174,10 @@ void BM_OmpRegion(benchmark::State& state) {
 }
 BENCHMARK(BM_OmpRegion)->Arg(2)->UseRealTime();
 
+// args: threads, activation terms (1: q8, 2: q8x2)
 void BM_DecodeStep(benchmark::State& state) {
   omp_set_num_threads(static_cast<int>(state.range(0)));
+  const auto terms = static_cast<ActivationTerms>(state.range(1));
   force_simd_level(best_simd_level());
   constexpr int kLayers = 30;
   const int64_t layer_shapes[][2] = {{576, 576}, {192, 576}, {192, 576}, {576, 576},
@@ -184,12 +188,14 @@ void BM_DecodeStep(benchmark::State& state) {
   for (int l = 0; l < kLayers; ++l) {
     for (const auto& s : layer_shapes) {
       store.push_back(random_weights(DType::q4_1, s[0], s[1], static_cast<uint32_t>(store.size() + 1)));
-      linears.push_back(std::make_unique<QuantLinear>(store.back().data(), DType::q4_1, s[0], s[1], std::vector<float>{}));
+      linears.push_back(std::make_unique<QuantLinear>(store.back().data(), DType::q4_1, s[0], s[1],
+                                                      std::vector<float>{}, true, nullptr, terms));
       bytes += linears.back()->weight_bytes();
     }
   }
   store.push_back(random_weights(DType::q8_0, 49152, 576, 999));
-  linears.push_back(std::make_unique<QuantLinear>(store.back().data(), DType::q8_0, 49152, 576, std::vector<float>{}));
+  linears.push_back(
+      std::make_unique<QuantLinear>(store.back().data(), DType::q8_0, 49152, 576, std::vector<float>{}, true, nullptr, terms));
   bytes += linears.back()->weight_bytes();
   const auto x = random_x(1536, 3);
   std::vector<float> y(49152);
@@ -201,15 +207,19 @@ void BM_DecodeStep(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["matvecs"] = static_cast<double>(linears.size());
 }
-BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeStep)
+    ->ArgsProduct({{1, 2}, {1, 2}})
+    ->ArgNames({"threads", "terms"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
-// args: format (as DType value), out, in, threads
+// args: format (as DType value), out, in, threads, activation terms
 void BM_Prefill(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t out = state.range(1), in = state.range(2), n = 512;
   omp_set_num_threads(static_cast<int>(state.range(3)));
   force_simd_level(best_simd_level());
-  Copies c = make_copies(type, out, in, 0);
+  Copies c = make_copies(type, out, in, 0, static_cast<ActivationTerms>(state.range(4)));
   const auto x = random_x(n * in, 5);
   std::vector<float> y(n * out);
   for (auto _ : state) {
@@ -220,9 +230,10 @@ void BM_Prefill(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)));
 }
 BENCHMARK(BM_Prefill)
-    ->ArgsProduct({{static_cast<int64_t>(DType::q4_1), static_cast<int64_t>(DType::q8_0)}, {576, 1536}, {576}, {1, 2}})
-    ->Args({static_cast<int64_t>(DType::q4_1), 576, 1536, 2})
-    ->ArgNames({"type", "out", "in", "threads"})
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_1), static_cast<int64_t>(DType::q8_0)}, {576, 1536}, {576}, {1, 2}, {1, 2}})
+    ->Args({static_cast<int64_t>(DType::q4_1), 576, 1536, 2, 1})
+    ->Args({static_cast<int64_t>(DType::q4_1), 576, 1536, 2, 2})
+    ->ArgNames({"type", "out", "in", "threads", "terms"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

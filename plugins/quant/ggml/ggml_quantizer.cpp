@@ -19,14 +19,19 @@ namespace {
 
 class GgmlQuantizer final : public Quantizer {
  public:
-  // activations = "q8": the block-format products quantize each activation
-  // block to 8 bits (Q8_1 per 32, Q8_K per 256 for the K-quants) and multiply
-  // in integers (llama.cpp's arithmetic, the fast path). "f32": they dequantize each weight row and multiply in f32,
-  // the exact product of the stored weights; for checking the model against
-  // an f32 reference engine (tools/f32-reference); on the default model decode
-  // is ~160 tok/s instead of ~350, prefill ~435 instead of ~1800.
-  explicit GgmlQuantizer(const ParamValues& params)
-      : f32_activations_(params.has("activations") && params.get_string("activations") == "f32") {}
+  // activations (activation_terms.hpp): "q8x2" (the default): the
+  // block-format products write each activation block as two 8-bit terms and
+  // multiply in integers; greedy decoding follows exact arithmetic, decode
+  // runs at about q8's speed, prefill at about half of it. "q8": one term
+  // (llama.cpp's arithmetic, the fastest prefill). "f32": each weight row
+  // dequantized and multiplied in f32, the exact product of the stored
+  // weights, for checking against an f32 reference engine
+  // (tools/f32-reference); decode about half as fast.
+  explicit GgmlQuantizer(const ParamValues& params) {
+    const std::string mode = params.has("activations") ? params.get_string("activations") : "q8x2";
+    f32_activations_ = mode == "f32";
+    terms_ = mode == "q8" ? ActivationTerms::q8 : ActivationTerms::q8x2;
+  }
 
   std::vector<std::string> formats() const override { return supported_formats(); }
 
@@ -52,10 +57,10 @@ class GgmlQuantizer final : public Quantizer {
       }
       if (!f32_activations_ && is_quantized_domain(type)) {
         return std::unique_ptr<Linear>(
-            std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_));
+            std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_, terms_));
       }
       if (!f32_activations_ && (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)) {
-        return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b)));
+        return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b), terms_));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
     } catch (const std::exception& e) {
@@ -83,14 +88,17 @@ class GgmlQuantizer final : public Quantizer {
   }
 
  private:
-  bool f32_activations_;
+  bool f32_activations_ = false;
+  ActivationTerms terms_ = ActivationTerms::q8x2;
   WeightArena arena_;  // repacked weights of every Linear made here, in 2 MiB pages
 };
 
 constexpr ParamSpec kGgmlParams[] = {
-    param_string("activations", "\"q8\"", "q8|f32",
-                 "q8: block-format products quantize activations per block (32, or 256 for K-quants) to 8 bits (fast, llama.cpp's "
-                 "arithmetic); f32: exact f32 products of the dequantized weights (slow, for reference checks)"),
+    param_string("activations", "\"q8x2\"", "q8x2|q8|f32",
+                 "q8x2: block-format products write each activation block (32, or 256 for K-quants) as two 8-bit "
+                 "terms, the second quantizing what the first left out, and multiply in integers (follows exact "
+                 "arithmetic; decode as fast as q8, prefill about half); q8: one 8-bit term (llama.cpp's arithmetic, "
+                 "the fastest prefill); f32: exact f32 products of the dequantized weights (slower, for reference checks)"),
 };
 
 const PluginLibrary* ggml_quant_entry() {

@@ -23,13 +23,14 @@ constexpr int64_t kXChunk = 64;
 }  // namespace
 
 KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-                           std::vector<float> bias)
+                           std::vector<float> bias, ActivationTerms terms)
     : weights_(static_cast<const uint8_t*>(weights)),
       type_(type),
       out_(out_features),
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
-      bias_(std::move(bias)) {
+      bias_(std::move(bias)),
+      terms_(static_cast<int64_t>(terms)) {
   if (type != DType::q4_k && type != DType::q5_k && type != DType::q6_k)
     throw std::invalid_argument("KQuantLinear: not a K-quant type: " + std::string(dtype_name(type)));
   if (in_features % kSuperBlock != 0)
@@ -45,16 +46,34 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
 }
 
 void KQuantLinear::reserve_scratch(int64_t n_rows) {
-  const size_t needed = static_cast<size_t>(n_rows * (in_ / kSuperBlock));
-  if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
+  // Steady state: no allocation (every buffer grows, never shrinks).
+  const auto grow = [](auto& v, int64_t size) {
+    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
+  };
+  grow(x_q8k_, n_rows * terms_ * (in_ / kSuperBlock));
 }
 
 void KQuantLinear::quantize_rows(const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kSuperBlock;
-  for (int64_t i = row_begin; i < row_end; ++i) quantize_row_q8_k(x + i * in_, x_q8k_.data() + i * nb, in_);
+  thread_local std::vector<float> residual;  // q8x2: [in] what the first term left out; grows, never shrinks
+  if (terms_ == 2 && residual.size() < static_cast<size_t>(in_)) residual.resize(static_cast<size_t>(in_));
+  for (int64_t i = row_begin; i < row_end; ++i) {
+    BlockQ8K* q = x_q8k_.data() + i * terms_ * nb;  // [terms, nb]
+    quantize_row_q8_k(x + i * in_, q, in_);
+    if (terms_ == 2) {
+      q8_k_residual(x + i * in_, q, residual.data(), in_);
+      quantize_row_q8_k(residual.data(), q + nb, in_);
+    }
+  }
 }
 
 void KQuantLinear::output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
+  output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end,
+                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(tile, n, dst, stride, b, e); });
+}
+
+void KQuantLinear::products(KQuantTileFn tile, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,
+                            int64_t r_end) const {
   const int64_t nb = in_ / kSuperBlock;
   for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
     const int64_t x1 = std::min(n_rows, x0 + kXChunk);
@@ -63,13 +82,9 @@ void KQuantLinear::output_range(KQuantTileFn tile, int64_t n_rows, float* y, int
       for (int64_t xi = x0; xi < x1; xi += kMaxTileX) {
         const int nx = static_cast<int>(std::min<int64_t>(kMaxTileX, x1 - xi));
         tile(weights_ + r * row_bytes_, row_bytes_, nw, x_q8k_.data() + xi * nb, static_cast<size_t>(nb), nx, nb,
-             y + xi * out_ + r, static_cast<size_t>(out_));
+             y + xi * y_stride + (r - r_begin), static_cast<size_t>(y_stride));
       }
     }
-  }
-  if (!bias_.empty()) {
-    for (int64_t i = 0; i < n_rows; ++i)
-      for (int64_t r = r_begin; r < r_end; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
   }
 }
 

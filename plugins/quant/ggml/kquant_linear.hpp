@@ -2,14 +2,16 @@
 // quantized domain: activations are quantized once per call to Q8_K (per 256
 // values: an f32 scale, 8-bit values, their sums per 16), then integer dot
 // products per super-block with the block's scales applied in f32
-// (KernelTable::q4_k, q5_k, q6_k). This is the arithmetic llama.cpp uses for
-// these formats; the f32 path (FloatLinear, activations = "f32") stays
-// available as the exact product.
+// (KernelTable::q4_k, q5_k, q6_k). With one 8-bit term per block this is the
+// arithmetic llama.cpp uses for these formats; with two (activation_terms.hpp)
+// the second quantizes what the first left out. The f32 path (FloatLinear,
+// activations = "f32") stays available as the exact product.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "activation_terms.hpp"
 #include "blocks.hpp"
 #include "kernels.hpp"
 #include "tessera/linear.hpp"
@@ -21,7 +23,9 @@ class KQuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 256 super-blocks of `type`
   // (q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
-  KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias);
+  // `terms`: each activation block as one 8-bit term or two.
+  KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias,
+               ActivationTerms terms = ActivationTerms::q8);
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
@@ -38,6 +42,9 @@ class KQuantLinear final : public Linear {
   KQuantTileFn tile(const KernelTable& k) const;
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
   void output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
+  // Columns [r_begin, r_end) of the products of n quantized activation rows
+  // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
+  void products(KQuantTileFn tile, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
   void quantize_rows(const float* x, int64_t row_begin, int64_t row_end);
   void reserve_scratch(int64_t n_rows);
 
@@ -47,7 +54,8 @@ class KQuantLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  std::vector<BlockQ8K> x_q8k_;       // [n_rows, in / 256] quantized activations; grows, never shrinks
+  int64_t terms_;                     // 8-bit terms per activation block: 1 or 2
+  std::vector<BlockQ8K> x_q8k_;       // [n_rows, terms, in / 256] quantized activations; grows, never shrinks
   KQuantTileFn prepared_tile_ = nullptr;  // chosen by the last prepare()
   int64_t prepared_rows_ = 0;
 };

@@ -34,13 +34,14 @@ QuantTileFn tile_for(const KernelTable& k, DType type) {
 }  // namespace
 
 QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-                         std::vector<float> bias, bool repack, WeightArena* arena)
+                         std::vector<float> bias, bool repack, WeightArena* arena, ActivationTerms terms)
     : weights_(static_cast<const uint8_t*>(weights)),
       type_(type),
       out_(out_features),
       in_(in_features),
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
-      bias_(std::move(bias)) {
+      bias_(std::move(bias)),
+      terms_(static_cast<int64_t>(terms)) {
   const KernelTable& k = active_kernels();
   if (!repack || repacked_group_kernel(k, type, false) == nullptr) return;  // a format without repacked layouts
   // The 16-row layout where the kernels in use have it; a level forced later
@@ -87,76 +88,107 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
-                       const ActivationScales* xs, int nx, float* y) const {
+                       const ActivationScales* xs, int nx, float* y, int64_t y_stride) const {
   const int64_t nb = in_ / kBlock;
   const RepackTileFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
   const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;  // no kernel for the layout: the ggml rows
   const QuantTileFn tile = tile_for(k, type_);
+  const auto ys = static_cast<size_t>(y_stride);
   int64_t r = r0;
   for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
-    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + r, static_cast<size_t>(out_));
+    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys);
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {
     const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, r1 - r));
     for (int x0 = 0; x0 < nx; x0 += tile_x) {
       tile(weights_ + r * row_bytes_, row_bytes_, nw, xq + x0 * nb, static_cast<size_t>(nb), std::min(tile_x, nx - x0),
-           nb, y + x0 * out_ + r, static_cast<size_t>(out_));
+           nb, y + x0 * y_stride + (r - r0), ys);
     }
   }
 }
 
 void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kBlock;
-  BlockQ8_1* xq = x_q8_.data();
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
   // Only the 16-row Q8_0 kernel (weights stored as q + 128) and the Q5_0 group kernels (q - 16) read the quant sums.
   const bool want_q_sums = (type_ == DType::q8_0 && group_rows_ == kWideRepackRows) || type_ == DType::q5_0;
+  // q8x2, one row at a time: what the first term left out, and x's block sums.
+  thread_local std::vector<float> residual, sums;  // [in], [in / 32]; grow, never shrink
+  if (terms_ == 2 && residual.size() < static_cast<size_t>(in_)) {
+    residual.resize(static_cast<size_t>(in_));
+    sums.resize(static_cast<size_t>(nb));
+  }
   for (int64_t i = row_begin; i < row_end; ++i) {
-    k.quantize_q8_1(x + i * in_, xq + i * nb, in_);
-    if (xs != nullptr) {
-      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) {
-        int32_t q_sum = 0;
-        if (want_q_sums) {
-          for (int j = 0; j < kBlock; ++j) q_sum += xq[b].qs[j];
-        }
-        xs[b] = {f16_to_f32(xq[b].d), f16_to_f32(xq[b].s), 128 * q_sum};
+    const float* xi = x + i * in_;
+    BlockQ8_1* q = x_q8_.data() + i * terms_ * nb;  // [terms, nb]
+    k.quantize_q8_1(xi, q, in_);
+    if (terms_ == 2) {
+      q8_1_residual(xi, q, residual.data(), sums.data(), in_);
+      k.quantize_q8_1(residual.data(), q + nb, in_);
+      // The minimum's sum (activation_terms.hpp): the ggml-layout tiles read
+      // an f16 s per term, so the two terms carry the exact sum's f16 rounding
+      // and what that rounding left out (together within 2^-22 of it).
+      for (int64_t b = 0; b < nb; ++b) {
+        q[b].s = f32_to_f16(sums[b]);
+        q[nb + b].s = f32_to_f16(sums[b] - f16_to_f32(q[b].s));
+      }
+    }
+    if (xs == nullptr) continue;
+    ActivationScales* row_scales = xs + i * terms_ * nb;
+    for (int64_t b = 0; b < terms_ * nb; ++b) {
+      int32_t q_sum = 0;
+      if (want_q_sums) {
+        for (int j = 0; j < kBlock; ++j) q_sum += q[b].qs[j];
+      }
+      row_scales[b] = {f16_to_f32(q[b].d), f16_to_f32(q[b].s), 128 * q_sum};
+    }
+    if (terms_ == 2) {  // the repacked kernels read f32: the exact sum on the first term, none on the second
+      for (int64_t b = 0; b < nb; ++b) {
+        row_scales[b].s = sums[b];
+        row_scales[nb + b].s = 0.0f;
       }
     }
   }
 }
 
-void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin,
-                               int64_t r_end) const {
+void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin,
+                           int64_t r_end) const {
   const int64_t nb = in_ / kBlock;
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  if (n_rows == 1) {
-    rows(k, r_begin, r_end, xq, xs, 1, y);
-  } else {
-    // Each weight group is read once per chunk of activation rows and used
-    // for all of them while it sits in L1.
-    for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
-      const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-      for (int64_t r = r_begin; r < r_end; r += group_rows_) {
-        const int64_t r1 = std::min(r_end, r + group_rows_);
-        for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
-          const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
-          rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * out_);
-        }
+  if (n <= kMaxRepackX) {  // decode: every group kernel call takes all the rows (both terms) at once
+    rows(k, r_begin, r_end, xq, xs, static_cast<int>(n), y, y_stride);
+    return;
+  }
+  // Each weight group is read once per chunk of activation rows and used
+  // for all of them while it sits in L1.
+  for (int64_t x0 = 0; x0 < n; x0 += kXChunk) {
+    const int64_t x1 = std::min(n, x0 + kXChunk);
+    for (int64_t r = r_begin; r < r_end; r += group_rows_) {
+      const int64_t r1 = std::min(r_end, r + group_rows_);
+      for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
+        const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
+        rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * y_stride + (r - r_begin),
+             y_stride);
       }
     }
   }
-  if (!bias_.empty()) {
-    for (int64_t i = 0; i < n_rows; ++i)
-      for (int64_t r = r_begin; r < r_end; ++r) y[i * out_ + r] += bias_[static_cast<size_t>(r)];
-  }
+}
+
+void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
+  output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end,
+                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(k, n, dst, stride, b, e); });
 }
 
 void QuantLinear::reserve_scratch(int64_t n_rows) {
-  const size_t needed = static_cast<size_t>(n_rows * (in_ / kBlock));
-  if (x_q8_.size() < needed) x_q8_.resize(needed);  // steady state: no allocation
-  if (repacked_rows_ > 0 && x_scales_.size() < needed) x_scales_.resize(needed);
+  // Steady state: no allocation (every buffer grows, never shrinks).
+  const auto grow = [](auto& v, int64_t size) {
+    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
+  };
+  const int64_t nb = in_ / kBlock;
+  grow(x_q8_, n_rows * terms_ * nb);
+  if (repacked_rows_ > 0) grow(x_scales_, n_rows * terms_ * nb);
 }
 
 Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {

@@ -1,11 +1,13 @@
 // quant_linear.hpp: y = x·Wᵀ (+ b) for Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 weights, computed in
-// the quantized domain: activations are quantized once per call to Q8_1, then
-// integer block dot products with per-block f32 scales (kernels.hpp).
+// the quantized domain: activations are quantized once per call to Q8_1 (one
+// or two terms per block, activation_terms.hpp), then integer block dot
+// products with per-block f32 scales (kernels.hpp).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "activation_terms.hpp"
 #include "blocks.hpp"
 #include "kernels.hpp"
 #include "tessera/linear.hpp"
@@ -28,8 +30,10 @@ class QuantLinear final : public Linear {
   // the other formats use the ggml layout in place.
   // `arena`: where the repacked rows go (the plugin's, shared by its Linears
   // so they fill 2 MiB pages); nullptr: a chunk of this Linear's own.
+  // `terms`: each activation block as one 8-bit term or two (activation_terms.hpp).
   QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-              std::vector<float> bias, bool repack = true, WeightArena* arena = nullptr);
+              std::vector<float> bias, bool repack = true, WeightArena* arena = nullptr,
+              ActivationTerms terms = ActivationTerms::q8);
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
@@ -46,13 +50,16 @@ class QuantLinear final : public Linear {
   // The group kernel of `k` for this layout, or nullptr where `k` has none.
   RepackTileFn group_kernel(const KernelTable& k) const;
   // Output rows [r0, r1) (r0 a multiple of the group) for nx <= kMaxRepackX activation
-  // rows; y points at the first activation row's outputs.
+  // rows; activation row i's output r goes to y[i * y_stride + r - r0].
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, const ActivationScales* xs, int nx,
-            float* y) const;
+            float* y, int64_t y_stride) const;
   // Activation rows [row_begin, row_end) of x into the scratch (Q8_1 and widened scales).
   void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
   void output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
+  // Columns [r_begin, r_end) of the products of n quantized activation rows
+  // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
+  void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
   void reserve_scratch(int64_t n_rows);
 
   const uint8_t* weights_;
@@ -64,8 +71,9 @@ class QuantLinear final : public Linear {
   int64_t group_rows_ = kRepackRows;  // rows per repacked group: 8 or 16
   WeightArena::Slice repacked_;  // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
   int64_t repacked_rows_ = 0;    // rows held in repacked_
-  std::vector<BlockQ8_1> x_q8_;  // [n_rows, in / 32] quantized activations; grows, never shrinks
-  std::vector<ActivationScales> x_scales_;  // [n_rows, in / 32] their d and s as f32, 128 * sum(q) (repacked path)
+  int64_t terms_;                // 8-bit terms per activation block: 1 or 2
+  std::vector<BlockQ8_1> x_q8_;  // [n_rows, terms, in / 32] quantized activations; grows, never shrinks
+  std::vector<ActivationScales> x_scales_;  // [n_rows, terms, in / 32] their d and s as f32, 128 * sum(q) (repacked path)
   const KernelTable* kernels_ = nullptr;     // chosen by the last prepare()
   int64_t prepared_rows_ = 0;                // rows the scratch holds after prepare()
 };

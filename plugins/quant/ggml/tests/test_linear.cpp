@@ -15,7 +15,9 @@
 #include <memory>
 #include <vector>
 
+#include "activation_terms.hpp"
 #include "float_linear.hpp"
+#include "kquant_linear.hpp"
 #include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
@@ -177,6 +179,77 @@ TEST_P(LinearLevel, FloatPathOnBlockFormatsIsTheExactProduct) {
   }
 }
 
+// activations = "q8x2" (activation_terms.hpp) against the f64 product, per
+// format and level, repacked and in place, one row and several. Error bound:
+// the first term leaves |r| <= d1/2 + 127 d1 2^-11 <= 0.57 d1 (d1 = max|x| /
+// 127 per block, 32 or 256 wide), the second is off by at most 0.6 d2 with
+// d2 = max|r| / 127, so each element by 0.35 max|x| / 127^2. The minimum of
+// Q4_1/Q5_1 takes the block sum within 2^-22. And the error must be at least
+// 30 times below one term's (q8), so a second term that did nothing, or
+// counted the minimum twice, fails.
+TEST_P(LinearLevel, TwoActivationTermsFollowTheExactProduct) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  testing::ScopedLevel level(GetParam());
+  ASSERT_TRUE(level.ok());
+  const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::q5_0, 576},
+                        {DType::q5_1, 160}, {DType::q4_k, 512}, {DType::q5_k, 256}, {DType::q6_k, 256}};
+  constexpr int64_t kOut = 67;  // groups of 8 and 16, and rows past them
+  for (const Case& c : cases) {
+    const bool kquant = dtype_info(c.type).block_elems == kSuperBlock;
+    const int64_t block = kquant ? kSuperBlock : kBlock;
+    const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in + 3));
+    std::vector<float> wf(kOut * c.in);
+    for (int64_t r = 0; r < kOut; ++r)
+      ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
+    for (bool repack : {true, false}) {
+      if (kquant && !repack) continue;
+      auto make_terms = [&](ActivationTerms terms) -> std::unique_ptr<Linear> {
+        if (kquant) return std::make_unique<KQuantLinear>(w.data(), c.type, kOut, c.in, std::vector<float>{}, terms);
+        return std::make_unique<QuantLinear>(w.data(), c.type, kOut, c.in, std::vector<float>{}, repack, nullptr, terms);
+      };
+      auto two = make_terms(ActivationTerms::q8x2);
+      auto one = make_terms(ActivationTerms::q8);
+      for (int64_t n : {1, 5, 17}) {
+        const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 37 + c.in), 1.5f);
+        std::vector<float> y2(n * kOut, NAN), y1(n * kOut, NAN);
+        ASSERT_TRUE(two->forward(x.data(), y2.data(), n).ok());
+        ASSERT_TRUE(one->forward(x.data(), y1.data(), n).ok());
+        double error_two = 0, error_one = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float* xr = x.data() + i * c.in;
+          for (int64_t r = 0; r < kOut; ++r) {
+            const float* wr = wf.data() + r * c.in;
+            double ref = 0, abs_sum = 0, bound = 0;
+            for (int64_t b = 0; b < c.in / block; ++b) {
+              float amax = 0, abs_x = 0;
+              for (int64_t j = b * block; j < (b + 1) * block; ++j) {
+                amax = std::max(amax, std::fabs(xr[j]));
+                abs_x += std::fabs(xr[j]);
+              }
+              for (int64_t j = b * block; j < (b + 1) * block; ++j) {
+                ref += static_cast<double>(wr[j]) * xr[j];
+                abs_sum += std::fabs(static_cast<double>(wr[j]) * xr[j]);
+                bound += std::fabs(wr[j]) * 0.35 * amax / (127.0 * 127.0);
+              }
+              if (c.type == DType::q4_1 || c.type == DType::q5_1) {
+                uint16_t m;  // the f16 right after d in both layouts
+                std::memcpy(&m, w.data() + r * dtype_row_bytes(c.type, c.in) + b * dtype_info(c.type).block_bytes + 2,
+                            sizeof m);
+                bound += std::fabs(f16_to_f32(m)) * abs_x * 0x1p-21;
+              }
+            }
+            ASSERT_NEAR(y2[i * kOut + r], ref, bound + 2e-6 * abs_sum + 1e-6)
+                << dtype_name(c.type) << (repack ? " repacked" : " in place") << " n=" << n << " row " << i << " out " << r;
+            error_two += std::fabs(y2[i * kOut + r] - ref);
+            error_one += std::fabs(y1[i * kOut + r] - ref);
+          }
+        }
+        EXPECT_LT(error_two * 30, error_one) << dtype_name(c.type) << " n=" << n << ": the second term gains too little";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, LinearLevel, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_param_name);
 
@@ -275,6 +348,69 @@ TEST(Linear, PrepareComputeSplitEqualsForward) {
   std::vector<float> x(32);
   EXPECT_EQ(linear.prepare(nullptr, 1).code(), StatusCode::invalid_argument);
   EXPECT_EQ(linear.prepare(x.data(), 0).code(), StatusCode::invalid_argument);
+}
+
+// The second term's input: r = x - d q is x's rounding left out (d q is exact
+// in f32, so r is rounded once), and the block sums are x's.
+TEST(ActivationTerms, ResidualIsWhatTheFirstTermLeftOut) {
+  constexpr int64_t kN = 4 * kSuperBlock;
+  const auto x = random_floats(kN, 3, 2.0f);
+  std::vector<BlockQ8_1> q(kN / kBlock);
+  quantize_row_q8_1(x.data(), q.data(), kN);
+  std::vector<float> r(kN), sums(kN / kBlock);
+  q8_1_residual(x.data(), q.data(), r.data(), sums.data(), kN);
+  for (int64_t b = 0; b < kN / kBlock; ++b) {
+    const float d = f16_to_f32(q[b].d);
+    double sum = 0;
+    for (int64_t j = b * kBlock; j < (b + 1) * kBlock; ++j) {
+      const double exact = static_cast<double>(x[j]) - static_cast<double>(d) * q[b].qs[j % kBlock];
+      ASSERT_EQ(r[j], static_cast<float>(exact)) << j;
+      ASSERT_LE(std::fabs(r[j]), 0.57f * d) << j;
+      sum += x[j];
+    }
+    ASSERT_EQ(sums[b], static_cast<float>(sum)) << b;
+  }
+  std::vector<BlockQ8K> qk(kN / kSuperBlock);
+  quantize_row_q8_k(x.data(), qk.data(), kN);
+  q8_k_residual(x.data(), qk.data(), r.data(), kN);
+  for (int64_t j = 0; j < kN; ++j) {
+    const BlockQ8K& blk = qk[static_cast<size_t>(j / kSuperBlock)];
+    ASSERT_EQ(r[j], x[j] - blk.d * static_cast<float>(blk.qs[j % kSuperBlock])) << j;
+    ASSERT_LE(std::fabs(r[j]), 0.501f * blk.d) << j;
+  }
+}
+
+// With two terms, as with one: the same bits on one thread or two, and
+// through prepare()/compute() in any order of ranges.
+TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
+  constexpr int64_t kOut = 53, kIn = 512;
+  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k, DType::q6_k}) {
+    const auto w = make_weight_bytes(type, kOut, kIn, 51);
+    const auto bias = random_floats(kOut, 52);
+    std::unique_ptr<Linear> linear;
+    if (dtype_info(type).block_elems == kSuperBlock)
+      linear = std::make_unique<KQuantLinear>(w.data(), type, kOut, kIn, bias, ActivationTerms::q8x2);
+    else
+      linear = std::make_unique<QuantLinear>(w.data(), type, kOut, kIn, bias, true, nullptr, ActivationTerms::q8x2);
+    const int64_t a = linear->column_alignment();
+    for (int64_t n : {1, 4, 11}) {
+      const auto x = random_floats(n * kIn, static_cast<uint32_t>(53 + n));
+      std::vector<float> one(n * kOut), two(n * kOut), split(n * kOut, -99.0f);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(1);
+      ASSERT_TRUE(linear->forward(x.data(), one.data(), n).ok());
+      omp_set_num_threads(2);
+      ASSERT_TRUE(linear->forward(x.data(), two.data(), n).ok());
+      omp_set_num_threads(saved);
+      ASSERT_TRUE(linear->prepare(x.data(), n).ok());
+      linear->compute(split.data(), 2 * a, kOut);
+      linear->compute(split.data(), 0, 2 * a);
+      for (int64_t i = 0; i < n * kOut; ++i) {
+        ASSERT_EQ(one[i], two[i]) << dtype_name(type) << " n=" << n << " at " << i;
+        ASSERT_EQ(one[i], split[i]) << dtype_name(type) << " n=" << n << " at " << i;
+      }
+    }
+  }
 }
 
 TEST(Linear, RejectsBadCalls) {

@@ -90,16 +90,22 @@ TEST_F(PluginTest, LinearAndDequantizeRows) {
   for (int64_t r = 0; r < kOut; ++r) EXPECT_NEAR(y[r], kX * all[r * kIn] + 0.25f, 1e-6f);
 }
 
+std::unique_ptr<Quantizer> quantizer_with(const PluginInfo& info, const char* activations) {
+  ParamValues params;
+  params.set("activations", std::string(activations));
+  std::string error;
+  std::unique_ptr<Quantizer> q(static_cast<Quantizer*>(info.create(params, &error)));
+  EXPECT_NE(q, nullptr) << error;
+  return q;
+}
+
 TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
   ASSERT_EQ(info_->param_count, 1u);
   EXPECT_STREQ(info_->params[0].name, "activations");
-  EXPECT_STREQ(info_->params[0].default_value, "\"q8\"");
-
-  ParamValues exact_params;
-  exact_params.set("activations", std::string("f32"));
-  std::string error;
-  std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(exact_params, &error)));
-  ASSERT_NE(exact, nullptr) << error;
+  EXPECT_STREQ(info_->params[0].default_value, "\"q8x2\"");
+  const std::unique_ptr<Quantizer> one_term = quantizer_with(*info_, "q8");
+  const std::unique_ptr<Quantizer> exact = quantizer_with(*info_, "f32");
+  ASSERT_TRUE(one_term != nullptr && exact != nullptr);
 
   constexpr int64_t kOut = 24, kIn = 576;
   const auto f = testing::random_floats(kOut * kIn, 5, 0.5f);
@@ -110,13 +116,15 @@ TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
   const TensorRef weight = make_ref("blk.0.ffn_up.weight", DType::q4_1, "ggml.q4_1", kOut, kIn, w.data());
   const auto x = testing::random_floats(kIn, 6, 1.5f);
 
-  auto fast = quantizer_->make_linear(weight, nullptr);
+  auto by_default = quantizer_->make_linear(weight, nullptr);
+  auto fast = one_term->make_linear(weight, nullptr);
   auto precise = exact->make_linear(weight, nullptr);
-  ASSERT_TRUE(fast.ok() && precise.ok());
-  std::vector<float> y_fast(kOut), y_precise(kOut);
+  ASSERT_TRUE(by_default.ok() && fast.ok() && precise.ok());
+  std::vector<float> y_default(kOut), y_fast(kOut), y_precise(kOut);
+  ASSERT_TRUE((*by_default)->forward(x.data(), y_default.data(), 1).ok());
   ASSERT_TRUE((*fast)->forward(x.data(), y_fast.data(), 1).ok());
   ASSERT_TRUE((*precise)->forward(x.data(), y_precise.data(), 1).ok());
-  double worst_fast = 0;
+  double worst_default = 0, worst_fast = 0;
   for (int64_t r = 0; r < kOut; ++r) {
     double ref = 0, abs_sum = 0;
     for (int64_t k = 0; k < kIn; ++k) {
@@ -124,10 +132,13 @@ TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
       abs_sum += std::fabs(static_cast<double>(wf[r * kIn + k]) * x[k]);
     }
     EXPECT_NEAR(y_precise[r], ref, 1e-5 * abs_sum) << "row " << r;
+    worst_default = std::max(worst_default, std::fabs(y_default[r] - ref) / abs_sum);
     worst_fast = std::max(worst_fast, std::fabs(y_fast[r] - ref) / abs_sum);
   }
-  // The default quantizes x to 8 bits per block: off by far more than f32 rounding.
+  // q8 quantizes x to 8 bits per block: off by far more than f32 rounding.
   EXPECT_GT(worst_fast, 1e-4);
+  // The default's second term takes that error down by two orders of magnitude.
+  EXPECT_LT(worst_default, worst_fast / 50) << worst_default << " against " << worst_fast;
 }
 
 // Q5_0/Q5_1 and the K-quants through the plugin: by default in the quantized
