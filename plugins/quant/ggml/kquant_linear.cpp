@@ -93,12 +93,16 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml K-quant linear: null input or output");
   return guard([&]() -> Status {
     const KQuantTileFn t = tile(active_kernels());  // read per call so a forced level applies at once
-    reserve_scratch(n_rows);
-    const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
-
-    quantize_then_split(
-        n_rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(x, b, e); },
-        [&](int64_t b, int64_t e) { output_range(t, n_rows, y, b, e); });
+    reserve_scratch(std::min(n_rows, kMaxScratchRows));
+    for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
+      const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
+      const float* xc = x + x0 * in_;
+      float* yc = y + x0 * out_;
+      const bool parallel = weight_bytes() * static_cast<uint64_t>(rows) >= kMinParallelBytes;
+      quantize_then_split(
+          rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(xc, b, e); },
+          [&](int64_t b, int64_t e) { output_range(t, rows, yc, b, e); });
+    }
     return Status::Ok();
   });
 }

@@ -197,13 +197,17 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
-    reserve_scratch(n_rows);
-    const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
-
-    // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
-    quantize_then_split(
-        n_rows, out_, group_rows_, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, x, b, e); },
-        [&](int64_t b, int64_t e) { output_range(k, n_rows, y, b, e); });
+    reserve_scratch(std::min(n_rows, kMaxScratchRows));
+    for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
+      const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
+      const float* xc = x + x0 * in_;
+      float* yc = y + x0 * out_;
+      const bool parallel = weight_bytes() * static_cast<uint64_t>(rows) >= kMinParallelBytes;
+      // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
+      quantize_then_split(
+          rows, out_, group_rows_, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
+          [&](int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
+    }
     return Status::Ok();
   });
 }

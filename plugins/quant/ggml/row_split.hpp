@@ -8,6 +8,13 @@
 
 namespace tessera::ggml {
 
+// Activation rows a driver's forward() quantizes at a time. Its scratch then
+// holds at most this many rows whatever the batch (a 512-token prefill would
+// otherwise keep 512 quantized rows in every Linear of the model: ~230 MB on
+// SmolLM2-135M with two terms). The products already read the weights once
+// per 64 activation rows, so this costs only a parallel region per chunk.
+inline constexpr int64_t kMaxScratchRows = 64;
+
 struct RowRange {
   int64_t begin;
   int64_t end;

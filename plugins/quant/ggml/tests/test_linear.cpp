@@ -21,6 +21,7 @@
 #include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
+#include "row_split.hpp"
 #include "test_util.hpp"
 
 namespace tessera::ggml {
@@ -408,6 +409,31 @@ TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
       for (int64_t i = 0; i < n * kOut; ++i) {
         ASSERT_EQ(one[i], two[i]) << dtype_name(type) << " n=" << n << " at " << i;
         ASSERT_EQ(one[i], split[i]) << dtype_name(type) << " n=" << n << " at " << i;
+      }
+    }
+  }
+}
+
+// A batch longer than the drivers' scratch (kMaxScratchRows) is quantized and
+// multiplied a chunk at a time: every row's outputs are the bits it gets alone.
+TEST(Linear, LongBatchesGiveEachRowItsOwnBits) {
+  constexpr int64_t kOut = 40, kIn = 512, kRows = 2 * kMaxScratchRows + 3;
+  for (DType type : {DType::q4_1, DType::q4_k}) {
+    const auto w = make_weight_bytes(type, kOut, kIn, 61);
+    for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
+      std::unique_ptr<Linear> linear;
+      if (type == DType::q4_k)
+        linear = std::make_unique<KQuantLinear>(w.data(), type, kOut, kIn, std::vector<float>{}, terms);
+      else
+        linear = std::make_unique<QuantLinear>(w.data(), type, kOut, kIn, std::vector<float>{}, true, nullptr, terms);
+      const auto x = random_floats(kRows * kIn, 62);
+      std::vector<float> batch(kRows * kOut), alone(kOut);
+      ASSERT_TRUE(linear->forward(x.data(), batch.data(), kRows).ok());
+      for (int64_t i = 0; i < kRows; ++i) {
+        ASSERT_TRUE(linear->forward(x.data() + i * kIn, alone.data(), 1).ok());
+        for (int64_t r = 0; r < kOut; ++r)
+          ASSERT_EQ(batch[i * kOut + r], alone[r]) << dtype_name(type) << " terms " << static_cast<int>(terms)
+                                                   << " row " << i << " out " << r;
       }
     }
   }
