@@ -54,6 +54,8 @@ using FloatTileFn = void (*)(const float* w, size_t w_stride, int nw, const floa
 
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
+// Quantize n floats (a multiple of 256) to Q8_K, bit-identical to quantize_row_q8_k.
+using QuantizeQ8KFn = void (*)(const float* x, BlockQ8K* y, int64_t n);
 
 // The d and s of each Q8_1 activation block widened to f32 once per forward
 // (quant_linear.cpp), so the repacked kernels broadcast them with plain loads
@@ -121,6 +123,8 @@ struct KernelTable {
   // The 8-row Q5_0/Q5_1 layouts (BlockQ5_0x8, BlockQ5_1x8): every level.
   RepackTileFn q5_0x8;
   RepackTileFn q5_1x8;
+  // The K-quants' activations (KQuantLinear; two calls per row with two terms).
+  QuantizeQ8KFn quantize_q8_k;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -338,40 +338,73 @@ void kquant_tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, s
   table[nx - 1](static_cast<const uint8_t*>(w), w_row_bytes, nw, x, x_row_blocks, nb, y, y_stride);
 }
 
-void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+// The largest of 8 floats.
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The sum of 8 i32 lanes.
+inline int hsum_i32(__m256i v) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+  return _mm_cvtsi128_si32(s4);
+}
+
+// 32 floats times id, rounded half to even as nearbyint does, as i32 in q[4].
+inline void round_32(const float* x, __m256 id, __m256i q[4]) {
+  for (int i = 0; i < 4; ++i)
+    q[i] = _mm256_cvtps_epi32(
+        _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// 32 i32 (each within i8) to 32 i8 in order: packs interleave 128-bit lanes, the permute undoes it.
+inline void store_i8x32(const __m256i q[4], int8_t* dst) {
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                      _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+// max|x| over n floats (a multiple of 8).
+inline float abs_max(const float* x, int n) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + i)));
+  return hmax(amax);
+}
+
+void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(x + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
-    }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float d = abs_max(x, kBlock) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const __m256 idv = _mm256_set1_ps(id);
     __m256i q[4];
-    for (int i = 0; i < 4; ++i)
-      q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], idv),
-                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    round_32(x, _mm256_set1_ps(id), q);
     // Sum of the 32 quantized values, exact in i32.
-    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    const int sum = _mm_cvtsi128_si32(s4);
-    // i32 -> i8 keeping order: packs interleave 128-bit lanes, the permute undoes it.
-    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
-    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i p = _mm256_packs_epi16(p01, p23);
-    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), ordered);
+    const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    store_i8x32(q, y[b].qs);
     const uint16_t d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
     y[b].d = d16;
     y[b].s = _cvtss_sh(_cvtsh_ss(d16) * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT);
+  }
+}
+
+// As quantize_row_q8_k: one f32 d per 256 values, the quants' sums per 16.
+void quantize_q8_k(const float* x, BlockQ8K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
+    const float d = abs_max(x, kSuperBlock) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = d;
+    const __m256 idv = _mm256_set1_ps(id);
+    for (int c = 0; c < kSuperBlock / 32; ++c) {
+      __m256i q[4];
+      round_32(x + 32 * c, idv, q);
+      store_i8x32(q, y[b].qs + 32 * c);
+      y[b].bsums[2 * c] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[0], q[1])));
+      y[b].bsums[2 * c + 1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[2], q[3])));
+    }
   }
 }
 
@@ -526,7 +559,7 @@ const KernelTable& avx2_kernel_table() {
       &tile<Q5_0>, &tile<Q5_1>,
       &kquant_tile<K4Format<false>>, &kquant_tile<K4Format<true>>, &kquant_tile<K6Format>,
       nullptr, nullptr,  // the 16-row Q5 layouts need AVX-512 VNNI
-      repack::q5_0x8, repack::q5_1x8,
+      repack::q5_0x8, repack::q5_1x8, &quantize_q8_k,
   };
   return table;
 }

@@ -439,6 +439,7 @@ const KernelTable& make_table(SimdLevel level, const char* name) {
       nullptr, nullptr,
 #endif
       repack::q5_0x8, repack::q5_1x8,
+      avx2_kernel_table().quantize_q8_k,  // with the AVX2 K-quant kernels it feeds
   };
   return table;
 }

@@ -346,6 +346,7 @@ const KernelTable& scalar_kernel_table() {
       &nibble_group<BlockQ5_1x16, kWideRepackRows, true, true>,
       &nibble_group<BlockQ5_0x8, kRepackRows, true, false>,
       &nibble_group<BlockQ5_1x8, kRepackRows, true, true>,
+      &quantize_row_q8_k,
   };
   return table;
 }

@@ -53,16 +53,16 @@ void KQuantLinear::reserve_scratch(int64_t n_rows) {
   grow(x_q8k_, n_rows * terms_ * (in_ / kSuperBlock));
 }
 
-void KQuantLinear::quantize_rows(const float* x, int64_t row_begin, int64_t row_end) {
+void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kSuperBlock;
   thread_local std::vector<float> residual;  // q8x2: [in] what the first term left out; grows, never shrinks
   if (terms_ == 2 && residual.size() < static_cast<size_t>(in_)) residual.resize(static_cast<size_t>(in_));
   for (int64_t i = row_begin; i < row_end; ++i) {
     BlockQ8K* q = x_q8k_.data() + i * terms_ * nb;  // [terms, nb]
-    quantize_row_q8_k(x + i * in_, q, in_);
+    k.quantize_q8_k(x + i * in_, q, in_);
     if (terms_ == 2) {
       q8_k_residual(x + i * in_, q, residual.data(), in_);
-      quantize_row_q8_k(residual.data(), q + nb, in_);
+      k.quantize_q8_k(residual.data(), q + nb, in_);
     }
   }
 }
@@ -92,7 +92,8 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
   if (n_rows <= 0) return n_rows == 0 ? Status::Ok() : InvalidArgument("ggml K-quant linear: negative row count");
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml K-quant linear: null input or output");
   return guard([&]() -> Status {
-    const KQuantTileFn t = tile(active_kernels());  // read per call so a forced level applies at once
+    const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
+    const KQuantTileFn t = tile(k);
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
     for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
       const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
@@ -100,7 +101,7 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
       float* yc = y + x0 * out_;
       const bool parallel = weight_bytes() * static_cast<uint64_t>(rows) >= kMinParallelBytes;
       quantize_then_split(
-          rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(xc, b, e); },
+          rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
           [&](int64_t b, int64_t e) { output_range(t, rows, yc, b, e); });
     }
     return Status::Ok();
@@ -111,9 +112,10 @@ Status KQuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
   if (n_rows <= 0) return InvalidArgument("ggml K-quant linear: prepare needs at least one row");
   if (x == nullptr) return InvalidArgument("ggml K-quant linear: null input");
   return guard([&]() -> Status {
-    prepared_tile_ = tile(active_kernels());
+    const KernelTable& k = active_kernels();
+    prepared_tile_ = tile(k);
     reserve_scratch(n_rows);
-    quantize_rows(x, 0, n_rows);
+    quantize_rows(k, x, 0, n_rows);
     prepared_rows_ = n_rows;
     return Status::Ok();
   });

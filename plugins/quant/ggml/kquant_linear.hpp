@@ -45,7 +45,7 @@ class KQuantLinear final : public Linear {
   // Columns [r_begin, r_end) of the products of n quantized activation rows
   // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
   void products(KQuantTileFn tile, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
-  void quantize_rows(const float* x, int64_t row_begin, int64_t row_end);
+  void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
   void reserve_scratch(int64_t n_rows);
 
   const uint8_t* weights_;

@@ -168,6 +168,27 @@ TEST_P(QuantizeLevel, Q8_1MatchesScalarBitForBit) {
   }
 }
 
+TEST_P(QuantizeLevel, Q8_KMatchesScalarBitForBit) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable* k = kernels_for(GetParam());
+  ASSERT_NE(k, nullptr);
+  constexpr int64_t kSuper = 4 * kSuperBlock;
+  auto x = random_floats(kSuper, 5, 3.0f);
+  x[7] = 0.0f;
+  x[300] = 1e-30f;
+  for (int j = 512; j < 768; ++j) x[j] = 0.0f;   // an all-zero super-block
+  for (int j = 768; j < 1024; ++j) x[j] *= 1e-3f;  // a small-scale one
+  x[1000] = 0.5f;                                   // with one element at the rounding midpoint's scale
+  std::vector<BlockQ8K> want(kSuper / kSuperBlock), got(kSuper / kSuperBlock);
+  quantize_row_q8_k(x.data(), want.data(), kSuper);
+  k->quantize_q8_k(x.data(), got.data(), kSuper);
+  for (size_t b = 0; b < want.size(); ++b) {
+    EXPECT_EQ(got[b].d, want[b].d) << "super-block " << b;
+    for (int j = 0; j < kSuperBlock; ++j) ASSERT_EQ(got[b].qs[j], want[b].qs[j]) << "super-block " << b << " element " << j;
+    for (int g = 0; g < kSuperBlock / 16; ++g) EXPECT_EQ(got[b].bsums[g], want[b].bsums[g]) << "super-block " << b << " group " << g;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, QuantizeLevel, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_param_name);
 
