@@ -14,7 +14,8 @@
 //    must match it up to the first step whose margin is below kNearTie;
 //    after a parting nothing more can be compared.
 // 2. tools/f32-reference (NumPy, float64, every weight dequantized): exact
-//    arithmetic on the stored weights. pipelines/exact.toml ([quant]
+//    arithmetic on the stored weights. Hugging Face transformers (float32,
+//    tools/hf-reference) gives the same ids at every step of the 24 prompts. pipelines/exact.toml ([quant]
 //    activations = "f32") differs from it only by f32 rounding and may part
 //    only below kExactNearTie; the default pipeline, whose activations keep
 //    about 1/64000 of their largest value as error, only below
