@@ -13,7 +13,6 @@
 namespace tessera::ggml {
 namespace {
 
-constexpr uint64_t kMinParallelBytes = 32 * 1024;  // as in quant_linear.cpp
 constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
 // The level's block x f32 kernel for this format, or nullptr (K-quants, plain
 // floats). With one activation row (a single sequence's decode step) it dots

@@ -12,10 +12,6 @@
 namespace tessera::ggml {
 namespace {
 
-// As QuantLinear: below this much weight data one thread is done before a
-// second would have started.
-constexpr uint64_t kMinParallelBytes = 32 * 1024;
-
 // Activation rows per chunk: the chunk's Q8_K rows (64 x 1536 values: ~110
 // KiB) stay in L2 while every weight tile of the thread's range passes by.
 constexpr int64_t kXChunk = 64;
@@ -95,15 +91,10 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     const KQuantTileFn t = tile(k);
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
-    for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
-      const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
-      const float* xc = x + x0 * in_;
-      float* yc = y + x0 * out_;
-      const bool parallel = weight_bytes() * static_cast<uint64_t>(rows) >= kMinParallelBytes;
-      quantize_then_split(
-          rows, out_, kMaxTileW, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
-          [&](int64_t b, int64_t e) { output_range(t, rows, yc, b, e); });
-    }
+    forward_in_chunks(
+        x, y, n_rows, in_, out_, weight_bytes(), kMaxTileW,
+        [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
+        [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(t, rows, yc, b, e); });
     return Status::Ok();
   });
 }

@@ -12,10 +12,6 @@
 namespace tessera::ggml {
 namespace {
 
-// Below this much weight data one thread finishes before a second one would
-// have been woken: measured with bench_quant_kernels (docs/kernels.md).
-constexpr uint64_t kMinParallelBytes = 32 * 1024;
-
 // Activation rows per L2-sized chunk in prefill: 64 rows of up to 1536
 // features as Q8_1 is ~110 KiB, reused from cache by every weight tile.
 constexpr int64_t kXChunk = 64;
@@ -221,16 +217,11 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
-    for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
-      const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
-      const float* xc = x + x0 * in_;
-      float* yc = y + x0 * out_;
-      const bool parallel = weight_bytes() * static_cast<uint64_t>(rows) >= kMinParallelBytes;
-      // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
-      quantize_then_split(
-          rows, out_, group_rows_, parallel, [&](int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
-          [&](int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
-    }
+    // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
+    forward_in_chunks(
+        x, y, n_rows, in_, out_, weight_bytes(), group_rows_,
+        [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
+        [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
     return Status::Ok();
   });
 }

@@ -4,9 +4,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tessera::ggml {
+
+// Below this much weight data (times activation rows) one thread finishes
+// before a second one would have been woken: measured with
+// bench_quant_kernels (docs/kernels.md).
+inline constexpr uint64_t kMinParallelBytes = 32 * 1024;
 
 // Activation rows a driver's forward() quantizes at a time. Its scratch then
 // holds at most this many rows whatever the batch (a 512-token prefill would
@@ -50,6 +56,25 @@ void quantize_then_split(int64_t n_rows, int64_t out, int64_t align, bool parall
     }
     const RowRange wr = split_rows(out, align, t, nt);
     output(wr.begin, wr.end);
+  }
+}
+
+// A quantized-domain driver's forward(): x [n_rows, in] -> y [n_rows, out]
+// in chunks of at most kMaxScratchRows activation rows, each one parallel
+// region (when its weight bytes times rows pay for it): quantize(xc, b, e)
+// quantizes rows [b, e) of the chunk xc, output(rows, yc, b, e) writes output
+// columns [b, e) of its `rows` rows to yc; `align` as in quantize_then_split.
+template <class Quantize, class Output>
+void forward_in_chunks(const float* x, float* y, int64_t n_rows, int64_t in, int64_t out, uint64_t weight_bytes,
+                       int64_t align, Quantize&& quantize, Output&& output) {
+  for (int64_t x0 = 0; x0 < n_rows; x0 += kMaxScratchRows) {
+    const int64_t rows = std::min(kMaxScratchRows, n_rows - x0);
+    const float* xc = x + x0 * in;
+    float* yc = y + x0 * out;
+    const bool parallel = weight_bytes * static_cast<uint64_t>(rows) >= kMinParallelBytes;
+    quantize_then_split(
+        rows, out, align, parallel, [&](int64_t b, int64_t e) { quantize(xc, b, e); },
+        [&](int64_t b, int64_t e) { output(rows, yc, b, e); });
   }
 }
 
