@@ -237,6 +237,31 @@ BENCHMARK(BM_Prefill)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// K-quant prefill at SmolLM2's down shape (576 x 1536), 512 rows, one
+// thread, per level; args: format (DType value), level, activation terms.
+void BM_KQuantPrefill(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  constexpr int64_t out = 576, in = 1536, n = 512;
+  if (!use_level(state, state.range(1))) return;
+  omp_set_num_threads(1);
+  Copies c = make_copies(type, out, in, 0, static_cast<ActivationTerms>(state.range(2)));
+  const auto x = random_x(n * in, 5);
+  std::vector<float> y(n * out);
+  for (auto _ : state) {
+    (void)c.linears[0]->forward(x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * out * in * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + " " + simd_level_name(active_kernels().level));
+}
+BENCHMARK(BM_KQuantPrefill)
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k)},
+                   {static_cast<int64_t>(SimdLevel::avx2), static_cast<int64_t>(best_simd_level())},
+                   {1, 2}})
+    ->ArgNames({"type", "level", "terms"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace tessera::ggml
 
