@@ -7,13 +7,13 @@
 // layers, enough to change greedy choices where the top two are close.
 //
 // q8x2 (two terms): x ~ d1 q1 + d2 q2, where the second term quantizes what the
-// first left out (r = x - d1 q1, |r| <= d1 / 2 up to d1's f16 rounding, so d2
-// is about d1 / 254). Each element is then off by about d2 / 2, about 1/64000
-// of max|x|, and greedy decoding follows exact arithmetic
+// first left out (r = x - d1 q1, |r| <= 0.57 d1 with d1's f16 rounding, so
+// d2 is about d1 / 254). Each element is then off by at most 0.6 d2, about
+// 1/46000 of max|x|, and greedy decoding follows exact arithmetic
 // (docs/transformer.md). The products are the same integer dot products: the
 // second term is one more activation row, read against each weight group
-// while it is in registers, so decode (which waits on memory) costs about the
-// same, and prefill (which waits on the multiply-adds) about half as fast.
+// while it is in registers, so decode (which waits on memory) costs about a
+// tenth more, and prefill (which waits on the multiply-adds) about twice.
 //
 // In q8x2 the Q4_1/Q5_1 minimum (m times the block's sum of x) takes no
 // activation rounding: the repacked kernels read the exact sum (f32) on the
