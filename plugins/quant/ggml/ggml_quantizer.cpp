@@ -97,7 +97,7 @@ constexpr ParamSpec kGgmlParams[] = {
     param_string("activations", "\"q8x2\"", "q8x2|q8|f32",
                  "q8x2: block-format products write each activation block (32, or 256 for K-quants) as two 8-bit "
                  "terms, the second quantizing what the first left out, and multiply in integers (follows exact "
-                 "arithmetic; decode as fast as q8, prefill about half); q8: one 8-bit term (llama.cpp's arithmetic, "
+                 "arithmetic; decode about a tenth slower than q8, prefill about half as fast); q8: one 8-bit term (llama.cpp's arithmetic, "
                  "the fastest prefill); f32: exact f32 products of the dequantized weights (slower, for reference checks)"),
 };
 
