@@ -213,13 +213,11 @@ BENCHMARK(BM_DecodeStep)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// args: format (as DType value), out, in, threads, activation terms
-void BM_Prefill(benchmark::State& state) {
-  const auto type = static_cast<DType>(state.range(0));
-  const int64_t out = state.range(1), in = state.range(2), n = 512;
-  omp_set_num_threads(static_cast<int>(state.range(3)));
-  force_simd_level(best_simd_level());
-  Copies c = make_copies(type, out, in, 0, static_cast<ActivationTerms>(state.range(4)));
+// 512 activation rows through one [out, in] matrix of `type`, timed; the
+// rate counted in GFLOP/s (2 * out * in per row).
+void time_prefill(benchmark::State& state, DType type, int64_t out, int64_t in, ActivationTerms terms) {
+  constexpr int64_t n = 512;
+  Copies c = make_copies(type, out, in, 0, terms);
   const auto x = random_x(n * in, 5);
   std::vector<float> y(n * out);
   for (auto _ : state) {
@@ -227,6 +225,14 @@ void BM_Prefill(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * out * in * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+// args: format (as DType value), out, in, threads, activation terms
+void BM_Prefill(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  omp_set_num_threads(static_cast<int>(state.range(3)));
+  force_simd_level(best_simd_level());
+  time_prefill(state, type, state.range(1), state.range(2), static_cast<ActivationTerms>(state.range(4)));
   state.SetLabel(std::string(dtype_name(type)));
 }
 BENCHMARK(BM_Prefill)
@@ -241,17 +247,9 @@ BENCHMARK(BM_Prefill)
 // thread, per level; args: format (DType value), level, activation terms.
 void BM_KQuantPrefill(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
-  constexpr int64_t out = 576, in = 1536, n = 512;
   if (!use_level(state, state.range(1))) return;
   omp_set_num_threads(1);
-  Copies c = make_copies(type, out, in, 0, static_cast<ActivationTerms>(state.range(2)));
-  const auto x = random_x(n * in, 5);
-  std::vector<float> y(n * out);
-  for (auto _ : state) {
-    (void)c.linears[0]->forward(x.data(), y.data(), n);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * out * in * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  time_prefill(state, type, 576, 1536, static_cast<ActivationTerms>(state.range(2)));
   state.SetLabel(std::string(dtype_name(type)) + " " + simd_level_name(active_kernels().level));
 }
 BENCHMARK(BM_KQuantPrefill)
