@@ -75,6 +75,15 @@ std::unique_ptr<Linear> make(DType type, const std::vector<uint8_t>& w, int64_t 
   return std::make_unique<FloatLinear>(w.data(), type, out, in, std::move(bias));
 }
 
+// The quantized-domain driver the plugin makes for `type` (KQuantLinear for
+// the K-quants, QuantLinear otherwise), with `terms` activation terms.
+std::unique_ptr<Linear> make_quantized(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
+                                       std::vector<float> bias, ActivationTerms terms, bool repack = true) {
+  if (dtype_info(type).block_elems == kSuperBlock)
+    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::move(bias), terms);
+  return std::make_unique<QuantLinear>(w.data(), type, out, in, std::move(bias), repack, nullptr, terms);
+}
+
 struct Case {
   DType type;
   int64_t in;
@@ -204,12 +213,8 @@ TEST_P(LinearLevel, TwoActivationTermsFollowTheExactProduct) {
       ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
     for (bool repack : {true, false}) {
       if (kquant && !repack) continue;
-      auto make_terms = [&](ActivationTerms terms) -> std::unique_ptr<Linear> {
-        if (kquant) return std::make_unique<KQuantLinear>(w.data(), c.type, kOut, c.in, std::vector<float>{}, terms);
-        return std::make_unique<QuantLinear>(w.data(), c.type, kOut, c.in, std::vector<float>{}, repack, nullptr, terms);
-      };
-      auto two = make_terms(ActivationTerms::q8x2);
-      auto one = make_terms(ActivationTerms::q8);
+      auto two = make_quantized(c.type, w, kOut, c.in, {}, ActivationTerms::q8x2, repack);
+      auto one = make_quantized(c.type, w, kOut, c.in, {}, ActivationTerms::q8, repack);
       for (int64_t n : {1, 5, 17}) {
         const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 37 + c.in), 1.5f);
         std::vector<float> y2(n * kOut, NAN), y1(n * kOut, NAN);
@@ -388,11 +393,7 @@ TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
   for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k, DType::q6_k}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 51);
     const auto bias = random_floats(kOut, 52);
-    std::unique_ptr<Linear> linear;
-    if (dtype_info(type).block_elems == kSuperBlock)
-      linear = std::make_unique<KQuantLinear>(w.data(), type, kOut, kIn, bias, ActivationTerms::q8x2);
-    else
-      linear = std::make_unique<QuantLinear>(w.data(), type, kOut, kIn, bias, true, nullptr, ActivationTerms::q8x2);
+    auto linear = make_quantized(type, w, kOut, kIn, bias, ActivationTerms::q8x2);
     const int64_t a = linear->column_alignment();
     for (int64_t n : {1, 4, 11}) {
       const auto x = random_floats(n * kIn, static_cast<uint32_t>(53 + n));
@@ -421,11 +422,7 @@ TEST(Linear, LongBatchesGiveEachRowItsOwnBits) {
   for (DType type : {DType::q4_1, DType::q4_k}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 61);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
-      std::unique_ptr<Linear> linear;
-      if (type == DType::q4_k)
-        linear = std::make_unique<KQuantLinear>(w.data(), type, kOut, kIn, std::vector<float>{}, terms);
-      else
-        linear = std::make_unique<QuantLinear>(w.data(), type, kOut, kIn, std::vector<float>{}, true, nullptr, terms);
+      auto linear = make_quantized(type, w, kOut, kIn, {}, terms);
       const auto x = random_floats(kRows * kIn, 62);
       std::vector<float> batch(kRows * kOut), alone(kOut);
       ASSERT_TRUE(linear->forward(x.data(), batch.data(), kRows).ok());
