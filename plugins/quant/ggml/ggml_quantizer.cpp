@@ -22,7 +22,7 @@ class GgmlQuantizer final : public Quantizer {
   // activations (activation_terms.hpp): "q8x2" (the default): the
   // block-format products write each activation block as two 8-bit terms and
   // multiply in integers; greedy decoding follows exact arithmetic, decode
-  // runs at about q8's speed, prefill at about half of it. "q8": one term
+  // runs about a tenth slower than q8, prefill at about half. "q8": one term
   // (llama.cpp's arithmetic, the fastest prefill). "f32": each weight row
   // dequantized and multiplied in f32, the exact product of the stored
   // weights, for checking against an f32 reference engine

@@ -42,11 +42,8 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
 }
 
 void KQuantLinear::reserve_scratch(int64_t n_rows) {
-  // Steady state: no allocation (every buffer grows, never shrinks).
-  const auto grow = [](auto& v, int64_t size) {
-    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
-  };
-  grow(x_q8k_, n_rows * terms_ * (in_ / kSuperBlock));
+  const auto needed = static_cast<size_t>(n_rows * terms_ * (in_ / kSuperBlock));
+  if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
 }
 
 void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {

@@ -118,7 +118,7 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   };
   thread_local RowBuffers buf;
   const int64_t m = terms_ * nb;  // blocks per row, both terms
-  if (buf.residual.size() < static_cast<size_t>(in_)) {
+  if (terms_ == 2 && buf.residual.size() < static_cast<size_t>(in_)) {
     buf.residual.resize(static_cast<size_t>(in_));
     buf.sums.resize(static_cast<size_t>(nb));
   }
