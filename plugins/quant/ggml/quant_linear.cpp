@@ -149,24 +149,22 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
       }
     }
     if (xs == nullptr) continue;
+    // d of every block widened; s too with one term. With two the repacked
+    // kernels read f32 s: the exact sum on the first term, none on the second.
+    const int64_t n_wide = terms_ == 2 ? m : 2 * m;
     for (int64_t b = 0; b < m; ++b) {
       bits[b] = q[b].d;
-      bits[m + b] = q[b].s;
+      if (terms_ == 1) bits[m + b] = q[b].s;
     }
-    f16_to_f32_n(bits, wide, 2 * m);  // d of every block, then s
+    f16_to_f32_n(bits, wide, n_wide);
     ActivationScales* row_scales = xs + i * m;
     for (int64_t b = 0; b < m; ++b) {
       int32_t q_sum = 0;
       if (want_q_sums) {
         for (int j = 0; j < kBlock; ++j) q_sum += q[b].qs[j];
       }
-      row_scales[b] = {wide[b], wide[m + b], 128 * q_sum};
-    }
-    if (terms_ == 2) {  // the repacked kernels read f32: the exact sum on the first term, none on the second
-      for (int64_t b = 0; b < nb; ++b) {
-        row_scales[b].s = sums[b];
-        row_scales[nb + b].s = 0.0f;
-      }
+      const float s = terms_ == 1 ? wide[m + b] : (b < nb ? sums[b] : 0.0f);
+      row_scales[b] = {wide[b], s, 128 * q_sum};
     }
   }
 }
