@@ -1,6 +1,6 @@
 #include "greedy_strategy.hpp"
 
-#include "argmax.hpp"
+#include "tessera/argmax.hpp"
 
 namespace tessera::plugins {
 

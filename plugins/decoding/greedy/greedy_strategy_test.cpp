@@ -1,4 +1,6 @@
 // Greedy decoding: argmax, ties to the lowest id, bad logits reported.
+#include "greedy_strategy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,11 +8,10 @@
 #include <memory>
 #include <random>
 
-#include "argmax.hpp"
 #include "fake_decoding_context.hpp"
-#include "greedy_strategy.hpp"
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
+#include "tessera/argmax.hpp"
 
 namespace tessera::plugins {
 const PluginLibrary* greedy_decoding_entry();

@@ -4,8 +4,8 @@
 #include <limits>
 #include <string>
 
-#include "argmax.hpp"
 #include "sampling_filters.hpp"
+#include "tessera/argmax.hpp"
 
 namespace tessera::plugins {
 namespace {

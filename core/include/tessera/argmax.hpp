@@ -1,5 +1,7 @@
-// Argmax over logits, shared by the greedy strategy and the sampling strategy's
-// temperature-0 path so that both pick the same token.
+// tessera/argmax.hpp: the most likely token of a row of logits. Shared by the
+// greedy strategy, the sampling strategy's temperature-0 path and `tessera
+// bench`, so that all pick the same token at the same cost. Its loops are
+// `omp simd` reductions: build with -fopenmp or -fopenmp-simd to vectorize them.
 #pragma once
 
 #include <cmath>
@@ -10,7 +12,7 @@
 
 #include "tessera/status.hpp"
 
-namespace tessera::plugins {
+namespace tessera {
 
 // The id of the largest logit. Ties go to the lowest id, so the choice does not
 // depend on how a kernel happened to order equal values. NaN is an error (it
@@ -40,4 +42,4 @@ inline Result<int32_t> argmax_token(std::span<const float> logits) {
   return Status(Internal("decoding: no logit equals the maximum"));  // unreachable without NaN
 }
 
-}  // namespace tessera::plugins
+}  // namespace tessera
