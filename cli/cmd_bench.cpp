@@ -127,9 +127,12 @@ int cmd_bench(int argc, char** argv) {
                "'madvise' (docs/kernels.md)\n");
   }
   if (config.gen_tokens > 0) {
-    const double decode_bytes_per_s = static_cast<double>(r.weight_bytes) * r.decode_tokens_per_s.median;
-    fmt::print("\nweights read per decode step: {:.1f} MB -> {:.1f} GB/s at the median decode speed\n",
-               static_cast<double>(r.weight_bytes) / 1e6, decode_bytes_per_s / 1e9);
+    const auto step_bytes = static_cast<double>(r.weight_bytes + r.kv_read_bytes);
+    const double decode_bytes_per_s = step_bytes * r.decode_tokens_per_s.median;
+    fmt::print("\nread per decode step: {:.1f} MB of weights + {:.1f} MB of KV cache (mean over the steps) = {:.1f} MB"
+               " -> {:.1f} GB/s at the median decode speed\n",
+               static_cast<double>(r.weight_bytes) / 1e6, static_cast<double>(r.kv_read_bytes) / 1e6,
+               step_bytes / 1e6, decode_bytes_per_s / 1e9);
     if (r.read_bytes_per_s > 0) {
       fmt::print("this machine reads {:.1f} GB/s now ({} threads summing 256 MiB, best of 3): decode at {:.0f}% of it\n",
                  r.read_bytes_per_s / 1e9, r.threads, 100.0 * decode_bytes_per_s / r.read_bytes_per_s);

@@ -30,6 +30,9 @@ TEST(Bench, ReportsEveryFigureAndTheRoofline) {
   expect_ordered(r->ttft_ms, "ttft");
   // SmolLM2-135M Q4_1: 30 layers x 7 Q4_1 matrices plus the tied Q8_0 output: 96.4 MB per decode step.
   EXPECT_NEAR(static_cast<double>(r->weight_bytes), 96.4e6, 0.1e6);
+  // Its f32 cache: 30 layers x K and V x 3 KV heads x 64 x 4 bytes = 46080 bytes per position, read for
+  // 16 + 4.5 positions on average over 8 decode steps (positions 17 ... 24).
+  EXPECT_EQ(r->kv_read_bytes, 46080u * 41 / 2);
   EXPECT_GT(r->read_bytes_per_s, 1e8);
   EXPECT_GT(r->peak_rss_bytes, r->weight_bytes);  // the repacked weights are resident
   EXPECT_TRUE(r->thp_mode.empty() || r->thp_mode == "always" || r->thp_mode == "madvise" || r->thp_mode == "never")
@@ -44,6 +47,7 @@ TEST(Bench, ReportsEveryFigureAndTheRoofline) {
   EXPECT_EQ(j.at("repeat"), 3);
   EXPECT_EQ(j.at("decode_tokens_per_s").at("median").get<double>(), r->decode_tokens_per_s.median);
   EXPECT_EQ(j.at("weight_bytes").get<uint64_t>(), r->weight_bytes);
+  EXPECT_EQ(j.at("kv_read_bytes").get<uint64_t>(), r->kv_read_bytes);
   EXPECT_EQ(j.at("read_bytes_per_s").get<double>(), r->read_bytes_per_s);
   EXPECT_EQ(j.at("huge_page_bytes").get<uint64_t>(), r->huge_page_bytes);
   EXPECT_EQ(j.at("thp_mode").get<std::string>(), r->thp_mode);
@@ -56,6 +60,7 @@ TEST(Bench, PrefillOnlyMeasuresNoDecodeAndNoBandwidth) {
   expect_ordered(r->prefill_tokens_per_s, "prefill");
   EXPECT_EQ(r->decode_tokens_per_s.median, 0.0);
   EXPECT_EQ(r->read_bytes_per_s, 0.0);
+  EXPECT_EQ(r->kv_read_bytes, 0u);
 }
 
 TEST(Bench, RefusesWorkBeyondTheContext) {

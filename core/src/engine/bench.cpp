@@ -42,6 +42,7 @@ nlohmann::json BenchReport::to_json() const {
           {"ttft_ms", ttft_ms.to_json()},
           {"peak_rss_bytes", peak_rss_bytes},
           {"weight_bytes", weight_bytes},
+          {"kv_read_bytes", kv_read_bytes},
           {"read_bytes_per_s", read_bytes_per_s},
           {"huge_page_bytes", huge_page_bytes},
           {"thp_mode", thp_mode}};
@@ -77,6 +78,21 @@ Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int
   return t;
 }
 
+// Bytes of sequence state the decode steps read on average: K and V of every
+// attended position over all layers (prompt + 1 ... prompt + gen positions,
+// mean prompt + (gen + 1) / 2), plus any per-sequence fixed state.
+uint64_t mean_kv_read_bytes(Session& session, const BenchConfig& config) {
+  if (config.gen_tokens <= 0) return 0;
+  const SequenceStateSpec spec = session.model().state_spec();
+  uint64_t bytes = spec.fixed_bytes_per_sequence;
+  if (spec.n_layer > 0 && spec.n_kv_head > 0) {
+    const uint64_t per_position = spec.kv_bytes_per_token(kv_element_bytes(session.cache().layer(0).dtype));
+    const double mean_positions = config.prompt_tokens + (config.gen_tokens + 1) / 2.0;
+    bytes += static_cast<uint64_t>(static_cast<double>(per_position) * mean_positions);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
@@ -95,6 +111,7 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
   report.config = config;
   report.threads = session.threads();
   report.weight_bytes = session.model().weight_bytes();
+  report.kv_read_bytes = mean_kv_read_bytes(session, config);
   std::vector<double> prefill, decode, ttft;
   const int total = config.repeat + 1;
   for (int r = 0; r < total; ++r) {
