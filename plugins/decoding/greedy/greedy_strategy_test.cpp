@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -83,6 +84,45 @@ TEST(GreedyStrategy, VocabularySizedLogitsMatchThePlainLoop) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("logit " + std::to_string(at)), std::string::npos) << r.status().message();
   }
+}
+
+// The maximum is found over integer keys (tessera/argmax.hpp): their order
+// must be the floats' order across signs, zeros, subnormals and infinities.
+TEST(GreedyStrategy, OrderKeysFollowTheFloats) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const float big = std::numeric_limits<float>::max();
+  const std::vector<float> ascending{-inf, -big, -1.5f, -1.0f, -tiny, 0.0f, tiny, 1.0f, 1.5f, big, inf};
+  for (size_t i = 0; i + 1 < ascending.size(); ++i) {
+    EXPECT_LT(float_order_key(ascending[i]), float_order_key(ascending[i + 1])) << ascending[i];
+    EXPECT_EQ(std::bit_cast<float>(float_order_key(std::bit_cast<float>(float_order_key(ascending[i])))),
+              ascending[i]);  // the key's inverse is the same map
+  }
+  EXPECT_LT(float_order_key(-0.0f), float_order_key(0.0f));
+  EXPECT_GT(float_order_key(-0.0f), float_order_key(-tiny));
+}
+
+TEST(GreedyStrategy, ArgmaxOfNegativesZerosAndInfinities) {
+  // All negative: the one nearest zero wins, wherever it sits.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> negative(-40.0f, -1.0f);
+  std::vector<float> x(4099);
+  for (float& v : x) v = negative(rng);
+  x[2050] = -0.5f;
+  EXPECT_EQ(*argmax_token(x), 2050);
+  EXPECT_EQ(*argmax_token(x), scalar_argmax(x));
+  // -0.0 and +0.0 are equal logits: the lower id wins whichever sign it has.
+  x[7] = -0.0f;
+  x[9] = 0.0f;
+  EXPECT_EQ(*argmax_token(x), 7);
+  x[7] = 0.0f;
+  x[9] = -0.0f;
+  EXPECT_EQ(*argmax_token(x), 7);
+  // Subnormals order above zero; +inf above everything.
+  x[3000] = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(*argmax_token(x), 3000);
+  x[4098] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(*argmax_token(x), 4098);
 }
 
 TEST(GreedyStrategy, AppendsWithoutClearingTheOutput) {
