@@ -14,14 +14,19 @@
 
 namespace tessera {
 
+namespace argmax_detail {
+// Flips the magnitude bits of a negative value (sign bit set), keeps the rest:
+// its own inverse, and the same map between float bits and order keys.
+inline int32_t flip_negative(int32_t bits) { return bits ^ ((bits >> 31) & 0x7FFFFFFF); }
+}  // namespace argmax_detail
+
 // An integer with the order of the float's value: the sign-magnitude bits of a
-// negative float, flipped, count down as the value falls. Its own inverse.
-// -0.0 keys below +0.0, which compare equal as floats (the index pass below
-// treats them as the tie they are).
-inline int32_t float_order_key(float v) {
-  const auto bits = std::bit_cast<int32_t>(v);
-  return bits ^ ((bits >> 31) & 0x7FFFFFFF);
-}
+// negative float, flipped, count down as the value falls. -0.0 keys below
+// +0.0, which compare equal as floats (argmax_token's index pass treats them
+// as the tie they are).
+inline int32_t float_order_key(float v) { return argmax_detail::flip_negative(std::bit_cast<int32_t>(v)); }
+// The float whose key float_order_key gave.
+inline float float_from_order_key(int32_t key) { return std::bit_cast<float>(argmax_detail::flip_negative(key)); }
 
 // The id of the largest logit. Ties go to the lowest id, so the choice does not
 // depend on how a kernel happened to order equal values. NaN is an error (it
@@ -48,7 +53,7 @@ inline Result<int32_t> argmax_token(std::span<const float> logits) {
       if (std::isnan(x[i])) return Status(CorruptData("decoding: logit " + std::to_string(i) + " is NaN"));
     }
   }
-  const float max_value = std::bit_cast<float>(float_order_key(std::bit_cast<float>(max_key)));
+  const float max_value = float_from_order_key(max_key);
   for (size_t i = 0; i < n; ++i) {
     if (x[i] == max_value) return static_cast<int32_t>(i);
   }
