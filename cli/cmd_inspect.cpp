@@ -1,11 +1,12 @@
 // tessera inspect MODEL [--json]
 #include <fmt/format.h>
 
-
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
+#include "engine/architecture_choice.hpp"
 #include "model/inspect.hpp"
 #include "model/model_file.hpp"
+#include "plugin/registry.hpp"
 
 namespace tessera::cli {
 
@@ -22,7 +23,11 @@ int cmd_inspect(int argc, char** argv) {
     return *exit;
   auto model = open_model(args["model"].as<std::string>());
   if (!model.ok()) return report(model.status());
-  const nlohmann::json info = inspect_model(**model);
+  nlohmann::json info = inspect_model(**model);
+  // The hyper-parameters are read by the architecture plugin that serves the file.
+  PluginRegistry registry;
+  registry.scan(plugin_search_path({}));
+  add_architecture_view(info, **model, registry);
   if (args.count("json")) {
     fmt::print("{}\n", info.dump(2));
   } else {

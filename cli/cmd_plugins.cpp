@@ -4,7 +4,7 @@
 
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
-#include "pipeline/param_parse.hpp"
+#include "params/param_parse.hpp"
 #include "pipeline/pipeline.hpp"
 #include "plugin/registry.hpp"
 
@@ -81,11 +81,13 @@ int cmd_plugins(int argc, char** argv) {
     fmt::print("{:<10} {:<16} {:<9} {}\n", family_name(p->info->family), p->info->name,
                p->info->version ? p->info->version : "", p->file.string());
   }
+  // Files that look like plugins but were not loaded, always: a plugin that
+  // silently fails to appear is the hardest mistake to find.
+  if (!registry.rejections().empty()) fmt::print("\nfound but not loaded:\n");
+  for (const auto& r : registry.rejections()) fmt::print("  {}\n", r.reason);
   if (args.count("verbose")) {
     fmt::print("\nsearched, in order:\n");
     for (const auto& f : registry.searched()) fmt::print("  {}\n", f.string());
-    if (!registry.rejections().empty()) fmt::print("\nrejected:\n");
-    for (const auto& r : registry.rejections()) fmt::print("  {}\n", r.reason);
   }
   return kExitOk;
 }

@@ -75,7 +75,7 @@ const tessera::PluginInfo kPlugins[] = {{tessera::PluginFamily::decoding, "typic
                                          std::size(kParams), &tessera::make_plugin<TypicalSampling>}};
 
 const tessera::PluginLibrary* typical_entry() {
-  static const tessera::PluginLibrary library{TESSERA_ABI_MAJOR, TESSERA_ABI_MINOR, kPlugins, std::size(kPlugins)};
+  static const tessera::PluginLibrary library = tessera::plugin_library(kPlugins);
   return &library;
 }
 

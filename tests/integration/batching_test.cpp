@@ -132,10 +132,10 @@ TEST(Batching, PrefixCacheHitGivesIdenticalOutput) {
       16);
   auto first = session->generate(request);
   ASSERT_TRUE(first.ok()) << first.status().message();
-  const int64_t hits_before = session->cache().stats().prefix_hit_tokens;
+  const int64_t hits_before = session->memory().stats().prefix_hit_tokens;
   auto second = session->generate(request);
   ASSERT_TRUE(second.ok()) << second.status().message();
-  EXPECT_GT(session->cache().stats().prefix_hit_tokens, hits_before) << "the second run should reuse blocks";
+  EXPECT_GT(session->memory().stats().prefix_hit_tokens, hits_before) << "the second run should reuse blocks";
   EXPECT_EQ(first->metrics.token_ids, second->metrics.token_ids);
 }
 

@@ -87,11 +87,34 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf_name) {
   return std::nullopt;
 }
 
-Result<json> hf_config_json(const ModelHParams& hp, HfWeightType type) {
-  if (hp.arch != "llama")
-    return Unsupported(fmt::format("HF export writes LlamaForCausalLM only; the model's architecture is '{}'", hp.arch));
-  if (hp.rope_scaling != RopeScaling::none)
+Result<LlamaShape> llama_shape(const ModelFile& model) {
+  if (!model.gguf()) return InvalidArgument(model.source() + ": HF export reads GGUF files only");
+  const GgufFile& g = *model.gguf();
+  if (model.architecture() != "llama")
+    return Unsupported(fmt::format("HF export writes LlamaForCausalLM only; the model's architecture is '{}'",
+                                   model.architecture()));
+  if (g.get_string("llama.rope.scaling.type").value_or("none") != "none")
     return Unsupported("HF export does not write rope_scaling; the model uses RoPE scaling");
+  LlamaShape s;
+  s.name = model.name();
+  auto count = [&](const char* key, int64_t fallback) { return g.get_int(key).value_or(fallback); };
+  s.embedding_length = count("llama.embedding_length", 0);
+  s.feed_forward_length = count("llama.feed_forward_length", 0);
+  s.block_count = count("llama.block_count", 0);
+  s.head_count = count("llama.attention.head_count", 0);
+  s.head_count_kv = count("llama.attention.head_count_kv", s.head_count);
+  s.head_dim = count("llama.attention.key_length", s.head_count > 0 ? s.embedding_length / s.head_count : 0);
+  s.context_length = count("llama.context_length", 0);
+  s.vocab_size = static_cast<int64_t>(g.array_length("tokenizer.ggml.tokens").value_or(0));
+  s.rms_norm_eps = g.get_float("llama.attention.layer_norm_rms_epsilon").value_or(1e-5);
+  s.rope_freq_base = g.get_float("llama.rope.freq_base").value_or(10000.0);
+  s.tied_embeddings = model.find("output.weight") == nullptr;
+  if (s.embedding_length <= 0 || s.block_count <= 0 || s.head_count <= 0 || s.vocab_size <= 0)
+    return CorruptData(model.source() + ": the llama.* keys do not describe a model");
+  return s;
+}
+
+Result<json> hf_config_json(const LlamaShape& hp, HfWeightType type) {
   return json{
       {"architectures", json::array({"LlamaForCausalLM"})},
       {"model_type", "llama"},
@@ -232,13 +255,13 @@ struct Planned {
 };
 
 // Writes model.safetensors tensor by tensor, so that memory holds one f32 tensor at a time.
-Status write_safetensors(const ModelFile& model, CoreModelBuilder& dequantizer, const fs::path& path,
-                         HfWeightType type) {
-  const ModelHParams& hp = model.hparams();
+Status write_safetensors(const ModelFile& model, const LlamaShape& hp, CoreModelBuilder& dequantizer,
+                         const fs::path& path, HfWeightType type) {
   const uint64_t elem_bytes = type == HfWeightType::f32 ? 4 : 2;
   std::vector<Planned> plan;
   uint64_t offset = 0;
-  for (const TensorRef* t : model.tensors()) {
+  for (const TensorRef& tensor : model.tensors()) {
+    const TensorRef* t = &tensor;
     auto name = hf_tensor_name(t->name);
     if (!name) return Unsupported(fmt::format("{}: tensor '{}' has no Hugging Face name", model.source(), t->name));
     int64_t heads = 0;
@@ -293,7 +316,9 @@ Status export_hf_folder(const ModelFile& model, const std::vector<std::shared_pt
                         const fs::path& dir, HfWeightType type) {
   if (!model.gguf()) return InvalidArgument(model.source() + ": HF export reads GGUF files only");
   const GgufFile& g = *model.gguf();
-  auto config = hf_config_json(model.hparams(), type);
+  auto shape = llama_shape(model);
+  if (!shape.ok()) return shape.status();
+  auto config = hf_config_json(*shape, type);
   if (!config.ok()) return config.status();
   auto tokenizer = hf_tokenizer_json(g);
   if (!tokenizer.ok()) return tokenizer.status();
@@ -306,8 +331,8 @@ Status export_hf_folder(const ModelFile& model, const std::vector<std::shared_pt
   TESSERA_RETURN_IF_ERROR(write_json(dir / "config.json", *config));
   TESSERA_RETURN_IF_ERROR(write_json(dir / "tokenizer.json", *tokenizer));
   TESSERA_RETURN_IF_ERROR(write_json(dir / "tokenizer_config.json", *tokenizer_config));
-  CoreModelBuilder dequantizer(model, quantizers, /*attention=*/nullptr);
-  return write_safetensors(model, dequantizer, dir / "model.safetensors", type);
+  CoreModelBuilder dequantizer(model, quantizers, /*make_attention=*/{});
+  return write_safetensors(model, *shape, dequantizer, dir / "model.safetensors", type);
 }
 
 Status export_f32_gguf(const ModelFile& original, const ModelFile& folder, const fs::path& file) {
@@ -317,11 +342,15 @@ Status export_f32_gguf(const ModelFile& original, const ModelFile& folder, const
     if (key != "general.alignment") writer.set(key, value);
   }
   writer.set_u32("general.file_type", 0);  // llama.cpp's LLAMA_FTYPE_ALL_F32
-  const ModelHParams& hp = original.hparams();
+  auto shape = llama_shape(original);
+  if (!shape.ok()) return shape.status();
+  const LlamaShape& hp = *shape;
   std::vector<std::vector<float>> permuted;  // Q/K copies; the rest is written from the folder's mapping
   permuted.reserve(2 * static_cast<size_t>(hp.block_count));
-  for (const TensorRef* t : original.tensors()) {
-    const TensorRef* f = folder.find(t->name);
+  for (const TensorRef& tensor : original.tensors()) {
+    const TensorRef* t = &tensor;
+    const auto hf_name = hf_tensor_name(t->name);
+    const TensorRef* f = hf_name ? folder.find(*hf_name) : nullptr;
     if (f == nullptr || f->dtype != DType::f32 || f->shape != t->shape)
       return CorruptData(fmt::format("{}: tensor '{}' is missing, not F32 or of another shape", folder.source(), t->name));
     std::vector<uint64_t> dims;  // GGUF order: innermost first

@@ -46,8 +46,20 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf_name);
 // exactly; BF16 is what most published checkpoints hold.
 enum class HfWeightType { f32, bf16 };
 
-// config.json of a LlamaForCausalLM with `hp` (rope scaling "none" only).
-Result<nlohmann::json> hf_config_json(const ModelHParams& hp, HfWeightType type = HfWeightType::f32);
+// What a Llama GGUF file says of its shape ("llama.*" keys), read here
+// independently of the transformer plugin.
+struct LlamaShape {
+  std::string name;
+  int64_t embedding_length = 0, feed_forward_length = 0, block_count = 0, head_count = 0, head_count_kv = 0,
+          head_dim = 0, context_length = 0, vocab_size = 0;
+  double rms_norm_eps = 1e-5, rope_freq_base = 10000.0;
+  bool tied_embeddings = false;
+};
+// Unsupported for a GGUF file that is not a "llama" without RoPE scaling.
+Result<LlamaShape> llama_shape(const ModelFile& model);
+
+// config.json of a LlamaForCausalLM of that shape.
+Result<nlohmann::json> hf_config_json(const LlamaShape& shape, HfWeightType type = HfWeightType::f32);
 
 // tokenizer.json and tokenizer_config.json from a GGUF "gpt2" tokenizer whose
 // tokenizer.ggml.pre is one this exporter can express ("smollm", "gpt-2", "default").

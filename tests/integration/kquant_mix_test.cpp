@@ -51,7 +51,8 @@ Status write_kquant_mix(const ModelFile& original, const fs::path& file) {
   for (const auto& [key, value] : original.gguf()->metadata())
     if (key != "general.alignment") writer.set(key, value);
   writer.set_u32("general.file_type", 15);  // llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M
-  for (const TensorRef* t : original.tensors()) {
+  for (const TensorRef& tensor : original.tensors()) {
+    const TensorRef* t = &tensor;
     std::vector<uint64_t> dims;  // GGUF order: innermost first
     for (int i = t->ndim - 1; i >= 0; --i) dims.push_back(static_cast<uint64_t>(t->shape[i]));
     int layer = -1;
@@ -110,7 +111,7 @@ TEST_F(KQuantMix, TheFileHoldsEveryFormatOfTheMix) {
   auto model = open_model(file_.string());
   ASSERT_TRUE(model.ok()) << model.status().message();
   std::map<std::string, int> count;
-  for (const TensorRef* t : (*model)->tensors()) ++count[t->format];
+  for (const TensorRef& t : (*model)->tensors()) ++count[t.format];
   for (const char* format : {"ggml.q5_0", "ggml.q5_1", "ggml.q8_0", "ggml.q4_k", "ggml.q6_k"})
     EXPECT_GT(count[format], 0) << format;
   EXPECT_EQ(count["ggml.q5_0"], 30 * 5) << "q, k, o, gate and up of every layer";

@@ -30,7 +30,7 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
   }
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();  // lives for the process: plugins are never unloaded
-    r->scan({TESSERA_PLUGIN_BUILD_DIR, std::filesystem::path(TESSERA_FIXTURE_DIR) / "first"});
+    r->scan({std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR), std::filesystem::path(TESSERA_FIXTURE_DIR) / "first"});
     return r;
   }();
   overrides.push_back({"run", "threads", "2"});

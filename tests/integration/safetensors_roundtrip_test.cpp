@@ -12,7 +12,7 @@
 
 #include "engine/model_builder.hpp"
 #include "hf_export.hpp"
-#include "model/hf_config.hpp"
+#include "engine/architecture_choice.hpp"
 #include "model/inspect.hpp"
 #include "model_fixture.hpp"
 #include "tessera/half.hpp"
@@ -90,15 +90,12 @@ TEST(HfExportRows, AdjacentRopeOnGgufRowsEqualsNeoxRopeOnHfRows) {
   }
 }
 
-TEST(HfExportRows, TensorNamesRoundTripThroughTheCoreMapping) {
-  for (const char* name : {"token_embd.weight", "output_norm.weight", "output.weight", "blk.0.attn_q.weight",
-                           "blk.12.attn_k.weight", "blk.3.attn_v.weight", "blk.29.attn_output.weight",
-                           "blk.1.ffn_gate.weight", "blk.1.ffn_up.weight", "blk.1.ffn_down.weight",
-                           "blk.7.attn_norm.weight", "blk.7.ffn_norm.weight", "blk.2.attn_q.bias"}) {
-    const auto hf = hf_tensor_name(name);
-    ASSERT_TRUE(hf.has_value()) << name;
-    EXPECT_EQ(normalize_hf_tensor_name(*hf), std::optional<std::string>(name)) << *hf;
-  }
+TEST(HfExportRows, TensorNamesFollowTheHuggingFaceLayout) {
+  EXPECT_EQ(hf_tensor_name("token_embd.weight"), "model.embed_tokens.weight");
+  EXPECT_EQ(hf_tensor_name("output.weight"), "lm_head.weight");
+  EXPECT_EQ(hf_tensor_name("blk.12.attn_k.weight"), "model.layers.12.self_attn.k_proj.weight");
+  EXPECT_EQ(hf_tensor_name("blk.2.attn_q.bias"), "model.layers.2.self_attn.q_proj.bias");
+  EXPECT_EQ(hf_tensor_name("blk.7.ffn_norm.weight"), "model.layers.7.post_attention_layernorm.weight");
   EXPECT_FALSE(hf_tensor_name("blk.x.attn_q.weight"));
   EXPECT_FALSE(hf_tensor_name("rope_freqs.weight"));
 }
@@ -126,17 +123,12 @@ class HfRoundTrip : public ::testing::Test {
     auto model = open_model(kModel.string());
     ASSERT_TRUE(model.ok()) << model.status().message();
     gguf_ = *model;
-    static PluginRegistry* registry = [] {
-      auto* r = new PluginRegistry();  // lives for the process: plugins are never unloaded
-      r->scan({TESSERA_PLUGIN_BUILD_DIR});
-      return r;
-    }();
     std::vector<std::shared_ptr<Quantizer>>& quantizers = quantizers_;
     quantizers.clear();
-    for (const LoadedPlugin* p : registry->plugins(PluginFamily::quant)) {
+    for (const LoadedPlugin* p : registry().plugins(PluginFamily::quant)) {
       auto params = default_params(*p->info);
       ASSERT_TRUE(params.ok()) << params.status().message();
-      auto q = registry->create<Quantizer>(*p, *params);
+      auto q = registry().create<Quantizer>(*p, *params);
       ASSERT_TRUE(q.ok()) << q.status().message();
       quantizers.push_back(*q);
     }
@@ -145,6 +137,16 @@ class HfRoundTrip : public ::testing::Test {
     const Status st = export_hf_folder(*gguf_, quantizers, dir);
     ASSERT_TRUE(st.ok()) << st.message();
     dir_ = dir;
+  }
+
+  // The built plugins; lives for the process: plugins are never unloaded.
+  static PluginRegistry& registry() {
+    static PluginRegistry* r = [] {
+      auto* made = new PluginRegistry();
+      made->scan({fs::path(TESSERA_PLUGIN_BUILD_DIR)});
+      return made;
+    }();
+    return *r;
   }
 
   static inline fs::path dir_;
@@ -156,7 +158,7 @@ class HfRoundTrip : public ::testing::Test {
 #define SKIP_WITHOUT_MODEL() \
   if (!skip_.empty()) GTEST_SKIP() << skip_
 
-// The embedding table's decoder (ABI 2.1): made by the core's builder, still
+// The embedding table's decoder : made by the core's builder, still
 // valid once the builder is gone, and giving exactly the builder's rows.
 TEST_F(HfRoundTrip, RowDecoderOutlivesTheBuilderAndGivesItsRows) {
   SKIP_WITHOUT_MODEL();
@@ -166,7 +168,7 @@ TEST_F(HfRoundTrip, RowDecoderOutlivesTheBuilderAndGivesItsRows) {
   std::vector<float> expected(static_cast<size_t>(3 * cols)), got(expected.size());
   std::unique_ptr<RowDecoder> decoder;
   {
-    CoreModelBuilder builder(*gguf_, quantizers_, /*attention=*/nullptr);
+    CoreModelBuilder builder(*gguf_, quantizers_, /*make_attention=*/{});
     ASSERT_TRUE(builder.dequantize_rows(*embd, 100, 3, expected.data()).ok());
     auto made = builder.row_decoder(*embd);
     ASSERT_TRUE(made.ok()) << made.status().message();
@@ -188,40 +190,34 @@ TEST_F(HfRoundTrip, FolderOpensWithTheGgufHyperParameters) {
   auto folder = open_model(dir_.string());
   ASSERT_TRUE(folder.ok()) << folder.status().message();
   EXPECT_EQ((*folder)->kind(), ModelFile::Kind::safetensors);
-  const ModelHParams& a = gguf_->hparams();
-  const ModelHParams& b = (*folder)->hparams();
-  EXPECT_EQ(b.arch, a.arch);
-  EXPECT_EQ(b.name, a.name);
-  EXPECT_EQ(b.vocab_size, a.vocab_size);
-  EXPECT_EQ(b.context_length, a.context_length);
-  EXPECT_EQ(b.embedding_length, a.embedding_length);
-  EXPECT_EQ(b.block_count, a.block_count);
-  EXPECT_EQ(b.feed_forward_length, a.feed_forward_length);
-  EXPECT_EQ(b.head_count, a.head_count);
-  EXPECT_EQ(b.head_count_kv, a.head_count_kv);
-  EXPECT_EQ(b.head_dim, a.head_dim);
-  EXPECT_EQ(b.rms_norm_eps, a.rms_norm_eps);
-  EXPECT_EQ(b.rope_freq_base, a.rope_freq_base);
-  EXPECT_EQ(b.rope_scaling, a.rope_scaling);
-  EXPECT_EQ(b.tied_embeddings, a.tied_embeddings);
-  EXPECT_EQ(a.rope_style, RopeStyle::adjacent);
-  EXPECT_EQ(b.rope_style, RopeStyle::neox);
+  EXPECT_EQ((*folder)->architecture(), "LlamaForCausalLM");
+  EXPECT_EQ((*folder)->name(), gguf_->name());
 
-  // The same tensors under the same normalized names and shapes, now all F32.
+  // The same tensors under Hugging Face's names, the same shapes, now all F32.
   ASSERT_EQ((*folder)->tensors().size(), gguf_->tensors().size());
-  for (const TensorRef* t : gguf_->tensors()) {
-    const TensorRef* u = (*folder)->find(t->name);
-    ASSERT_NE(u, nullptr) << t->name;
-    EXPECT_EQ(u->ndim, t->ndim) << t->name;
-    EXPECT_EQ(u->shape, t->shape) << t->name;
-    EXPECT_EQ(u->format, "f32") << t->name;
+  for (const TensorRef& t : gguf_->tensors()) {
+    const auto name = hf_tensor_name(t.name);
+    ASSERT_TRUE(name.has_value()) << t.name;
+    const TensorRef* u = (*folder)->find(*name);
+    ASSERT_NE(u, nullptr) << *name;
+    EXPECT_EQ(u->ndim, t.ndim) << t.name;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    EXPECT_EQ(u->format, "f32") << t.name;
   }
 
-  // What `tessera inspect` reports, except the storage types and the rope style.
+  // What `tessera inspect` reports, the hyper-parameters as the transformer
+  // plugin reads them from either file: the same but for the storage types
+  // and the RoPE pairing (HF keeps Q/K rows unpermuted).
   nlohmann::json ia = inspect_model(*gguf_), ib = inspect_model(**folder);
+  add_architecture_view(ia, *gguf_, registry());
+  add_architecture_view(ib, **folder, registry());
   EXPECT_EQ(ib["format"], "safetensors");
-  EXPECT_EQ(ib["architecture"], ia["architecture"]);
-  EXPECT_EQ(ib["name"], ia["name"]);
+  EXPECT_EQ(ia["arch_plugin"], "transformer");
+  EXPECT_EQ(ib["arch_plugin"], "transformer");
+  ASSERT_TRUE(ia.contains("hparams")) << ia.dump();
+  ASSERT_TRUE(ib.contains("hparams")) << ib.dump();
+  EXPECT_EQ(ia["hparams"]["rope_style"], "adjacent");
+  EXPECT_EQ(ib["hparams"]["rope_style"], "neox");
   ia["hparams"].erase("rope_style");
   ib["hparams"].erase("rope_style");
   EXPECT_EQ(ib["hparams"], ia["hparams"]);
@@ -235,11 +231,13 @@ TEST_F(HfRoundTrip, StoredValuesAreTheDequantizedGgufInHfRowOrder) {
   SKIP_WITHOUT_MODEL();
   auto folder = open_model(dir_.string());
   ASSERT_TRUE(folder.ok()) << folder.status().message();
-  const ModelHParams& hp = gguf_->hparams();
+  auto shape = llama_shape(*gguf_);
+  ASSERT_TRUE(shape.ok()) << shape.status().message();
+  const LlamaShape& hp = *shape;
   // Q4_1 rows dequantized by the ggml reference formula, checked on one block
   // independently of the plugin: value = d * q + m.
   const TensorRef* q_gguf = gguf_->find("blk.0.attn_q.weight");
-  const TensorRef* q_hf = (*folder)->find("blk.0.attn_q.weight");
+  const TensorRef* q_hf = (*folder)->find("model.layers.0.self_attn.q_proj.weight");
   ASSERT_NE(q_gguf, nullptr);
   ASSERT_NE(q_hf, nullptr);
   ASSERT_EQ(q_gguf->dtype, DType::q4_1) << "this check decodes Q4_1 by hand";
@@ -265,7 +263,7 @@ TEST_F(HfRoundTrip, StoredValuesAreTheDequantizedGgufInHfRowOrder) {
   }
   // Tensors that are not Q/K keep their row order: the first row of ffn_down.
   const TensorRef* down_gguf = gguf_->find("blk.0.ffn_down.weight");
-  const TensorRef* down_hf = (*folder)->find("blk.0.ffn_down.weight");
+  const TensorRef* down_hf = (*folder)->find("model.layers.0.mlp.down_proj.weight");
   ASSERT_TRUE(down_gguf && down_hf);
   ASSERT_EQ(down_gguf->dtype, DType::q4_1);
   const auto* block = static_cast<const uint8_t*>(down_gguf->data);
@@ -365,7 +363,7 @@ void compare_sessions(Session& a, Session& b, const std::string& prompt, Agreeme
   auto lb = b.score(*ids);
   ASSERT_TRUE(la.ok()) << la.status().message();
   ASSERT_TRUE(lb.ok()) << lb.status().message();
-  const auto vocab = static_cast<size_t>(a.hparams().vocab_size);
+  const auto vocab = static_cast<size_t>(a.vocab_size());
   for (size_t pos = 0; pos < ids->size(); ++pos) {
     const std::span<const float> pa(la->data() + pos * vocab, vocab), pb(lb->data() + pos * vocab, vocab);
     out.worst_relative_rms = std::max(out.worst_relative_rms, relative_rms(pa, pb));
@@ -402,8 +400,6 @@ TEST_F(HfRoundTrip, FolderRunsLikeTheSameF32WeightsInAGguf) {
   folder->reset();
   TESSERA_OPEN_OR_SKIP(gguf_f32, (Overrides{{"model", "path", control.string(), /*verbatim=*/true}}));
   TESSERA_OPEN_OR_SKIP(hf, (Overrides{{"model", "path", dir_.string(), /*verbatim=*/true}}));
-  ASSERT_EQ(gguf_f32->hparams().rope_style, RopeStyle::adjacent);
-  ASSERT_EQ(hf->hparams().rope_style, RopeStyle::neox);
   for (const auto& prompt : kPrompts) {
     Agreement r;
     ASSERT_NO_FATAL_FAILURE(compare_sessions(*gguf_f32, *hf, prompt, r));
@@ -456,7 +452,7 @@ TEST_F(HfRoundTrip, Bf16FolderAgreesWithTheF32Folder) {
   {
     auto folder = open_model(bf16_dir.string());
     ASSERT_TRUE(folder.ok()) << folder.status().message();
-    for (const TensorRef* t : (*folder)->tensors()) ASSERT_EQ(t->format, "bf16") << t->name;
+    for (const TensorRef& t : (*folder)->tensors()) ASSERT_EQ(t.format, "bf16") << t.name;
   }
   TESSERA_OPEN_OR_SKIP(f32, (Overrides{{"model", "path", dir_.string(), /*verbatim=*/true}}));
   TESSERA_OPEN_OR_SKIP(bf16, (Overrides{{"model", "path", bf16_dir.string(), /*verbatim=*/true}}));

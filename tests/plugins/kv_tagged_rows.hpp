@@ -7,12 +7,12 @@
 #include <cstdint>
 
 #include "tessera/half.hpp"
-#include "tessera/kv_cache.hpp"
+#include "tessera/sequence_memory.hpp"
 
 namespace tessera::test {
 
 // K[i] = tag + 100 * layer + 0.01 * i, V[i] = -K[i], for token `pos` of `seq` in layers [0, n_layer).
-inline void write_tagged_token(KvCache& cache, int32_t n_layer, SeqId seq, int64_t pos, float tag) {
+inline void write_tagged_token(SequenceMemory& cache, int32_t n_layer, SeqId seq, int64_t pos, float tag) {
   for (int32_t l = 0; l < n_layer; ++l) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);
@@ -27,7 +27,7 @@ inline void write_tagged_token(KvCache& cache, int32_t n_layer, SeqId seq, int64
 
 // Whether token `pos` of `seq` holds what write_tagged_token wrote with `tag`,
 // rounded as the pool's dtype rounds it.
-inline bool token_has_tag(KvCache& cache, int32_t n_layer, SeqId seq, int64_t pos, float tag) {
+inline bool token_has_tag(SequenceMemory& cache, int32_t n_layer, SeqId seq, int64_t pos, float tag) {
   for (int32_t l = 0; l < n_layer; ++l) {
     KvLayerView view = cache.layer(l);
     const int64_t off = view.slot_offset(cache.block_table(seq), pos);

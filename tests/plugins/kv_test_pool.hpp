@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "tessera/kv_cache.hpp"
+#include "tessera/sequence_memory.hpp"
 
 namespace tessera::test {
 

@@ -1,10 +1,10 @@
-// tessera/kv_cache.hpp: kv_store / kv_load move rows between f32 and either
+// tessera/sequence_memory.hpp: kv_store / kv_load move rows between f32 and either
 // pool dtype at an element offset, and the typed accessors refuse the other dtype.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "tessera/kv_cache.hpp"
+#include "tessera/sequence_memory.hpp"
 
 namespace tessera {
 namespace {
@@ -48,12 +48,24 @@ TEST(KvRows, DtypeNamesAndElementSizes) {
   EXPECT_EQ(d, DType::f32) << "a refused name leaves the output alone";
   EXPECT_EQ(kv_element_bytes(DType::f16), 2u);
   EXPECT_EQ(kv_element_bytes(DType::f32), 4u);
-  SequenceStateSpec spec;
-  spec.n_layer = 3;
-  spec.n_kv_head = 2;
-  spec.head_dim = 8;
-  EXPECT_EQ(spec.kv_bytes_per_token(), 2u * 3u * 2u * 8u * 4u);
+}
+
+TEST(StateSpec, CountsEachKindOfLayer) {
+  LayerMemorySpec recurrent;
+  recurrent.kind = LayerMemoryKind::recurrent;
+  recurrent.n_state_parts = 2;
+  recurrent.state_elements = {3 * 96, 96 * 16, 0, 0};
+  const std::vector<LayerMemorySpec> layers = {LayerMemorySpec::attention(2, 8), recurrent, {},
+                                               LayerMemorySpec::attention(2, 8), LayerMemorySpec::attention(2, 8)};
+  const SequenceStateSpec spec{4096, layers};
+  EXPECT_EQ(spec.n_layer(), 5);
+  EXPECT_EQ(spec.kv_bytes_per_token(), 2u * 3u * 2u * 8u * 4u) << "K and V of the three attention layers";
   EXPECT_EQ(spec.kv_bytes_per_token(kv_element_bytes(DType::f16)), 2u * 3u * 2u * 8u * 2u);
+  EXPECT_EQ(spec.state_bytes_per_sequence(), (3u * 96 + 96 * 16) * 4);
+  EXPECT_TRUE(spec.has(LayerMemoryKind::recurrent));
+  EXPECT_TRUE(spec.has(LayerMemoryKind::attention));
+  const std::vector<LayerMemorySpec> plain = {LayerMemorySpec::attention(1, 4)};
+  EXPECT_FALSE((SequenceStateSpec{16, plain}.has(LayerMemoryKind::recurrent)));
 }
 
 }  // namespace

@@ -1,22 +1,28 @@
 // tessera/architecture.hpp: model architectures: from a WeightStore to a runnable Model.
 //
-// An Architecture plugin names the GGUF `general.architecture` values it serves
-// and builds a Model through a ModelBuilder the core provides: the builder
-// dispatches each weight to the quant plugin that declares its format and
-// supplies the attention kernel the pipeline chose.
+// An Architecture plugin names the model kinds it serves (GGUF
+// general.architecture values, Hugging Face architectures names), reads its
+// own hyper-parameters from the store's raw metadata, maps its own tensor
+// names, and builds a Model through a ModelBuilder the core provides: the
+// builder dispatches each weight to the quant plugin that declares its format
+// and makes the attention kernel the pipeline chose when the model asks for it.
+// Adding an architecture needs no change to the core.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "tessera/abi.hpp"
 #include "tessera/attention.hpp"
-#include "tessera/kv_cache.hpp"
 #include "tessera/linear.hpp"
 #include "tessera/plugin.hpp"
+#include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
 #include "tessera/weights.hpp"
 
@@ -25,80 +31,95 @@ namespace tessera {
 using TokenId = int32_t;
 
 // One sequence's share of a batch: tokens[token_offset, token_offset + n_tokens)
-// at positions [n_past, n_past + n_tokens).
+// at positions [n_past, n_past + n_tokens). Logits are wanted for its last
+// n_logits tokens: 1 to sample the next token, n_tokens for perplexity or to
+// verify speculative tokens, 0 for a prompt chunk that is not the prompt's last.
 struct BatchSeq {
   SeqId seq = 0;
   int32_t token_offset = 0;
   int32_t n_tokens = 0;
   int32_t n_past = 0;
-  bool all_logits = false;  // logits for every token (perplexity, verification) or the last only
+  int32_t n_logits = 1;  // 0 <= n_logits <= n_tokens
 };
+static_assert(offsetof(BatchSeq, seq) == 0);
+static_assert(offsetof(BatchSeq, n_past) == 12);
+static_assert(offsetof(BatchSeq, n_logits) == 16);
+static_assert(sizeof(BatchSeq) == 20);
 
 // Tokens of several sequences processed in one forward, so weights are read once.
 struct Batch {
   std::span<const TokenId> tokens;
   std::span<const BatchSeq> seqs;
 
-  // Rows of logits forward() writes: n_tokens for all_logits sequences, else 1, in seqs order.
-  int64_t logit_rows() const {
+  // Rows of logits forward() writes: each sequence's n_logits, in seqs order.
+  int64_t logit_rows() const noexcept {
     int64_t n = 0;
-    for (const auto& s : seqs) n += s.all_logits ? s.n_tokens : 1;
+    for (const auto& s : seqs) n += s.n_logits;
     return n;
   }
 };
+static_assert(sizeof(Batch) == 32);
 
-// Decodes rows of one stored tensor to f32 on demand (ABI 2.1). Made by the
-// core's ModelBuilder; it holds the quant plugin that executes the tensor's
-// format, so it may outlive the builder and be called from forward().
-class RowDecoder {
+// Decodes rows of one stored tensor to f32 on demand. Made by the core's
+// ModelBuilder; it holds the quant plugin that executes the tensor's format,
+// so it may outlive the builder and be called from forward().
+class RowDecoder : public AbiObject {
  public:
-  virtual ~RowDecoder() = default;
   // out[n_rows, cols] = rows [first_row, first_row + n_rows) as f32.
   virtual Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept = 0;
 };
 
 // Provided by the core while an Architecture builds a Model.
-class ModelBuilder {
+class ModelBuilder : public AbiObject {
  public:
-  virtual ~ModelBuilder() = default;
-  virtual const WeightStore& weights() const = 0;
-  // A Linear for weight `name` (and bias `bias_name` if non-empty and present).
-  virtual Result<std::unique_ptr<Linear>> linear(std::string_view name,
-                                                 std::string_view bias_name = {}) = 0;
+  virtual const WeightStore& weights() const noexcept = 0;
+  // A Linear for stored weight `name` (and bias `bias_name` if non-empty and present).
+  virtual Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name = {}) noexcept = 0;
   // A whole tensor converted to f32 into out[numel].
-  virtual Status dequantize(const TensorRef& tensor, float* out) = 0;
+  virtual Status dequantize(const TensorRef& tensor, float* out) noexcept = 0;
   // Rows of a 2-D tensor converted to f32 (embedding lookups).
-  virtual Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows,
-                                 float* out) = 0;
-  // The attention kernel chosen by the pipeline; lives as long as the Model.
-  virtual AttentionKernel& attention() = 0;
-  // From ABI 2.1: a decoder of a 2-D tensor's rows for use after build(), so
-  // a Model can keep a quantized embedding table in its stored format and
-  // decode only the rows a batch looks up (instead of a whole f32 copy). The
-  // tensor must outlive the decoder (the WeightStore outlives the Model).
-  // Unsupported from a builder that cannot (test fakes).
-  virtual Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& /*tensor*/) {
-    return Status(Unsupported("this builder makes no row decoders"));
-  }
+  virtual Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept = 0;
+  // A decoder of a 2-D tensor's rows for use after build(), so a Model can
+  // keep a quantized embedding table in its stored format and decode only the
+  // rows a batch looks up. The tensor must outlive the decoder (the
+  // WeightStore outlives the Model).
+  virtual Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) noexcept = 0;
+  // The attention kernel the pipeline chose, made on the first call (a model
+  // without attention layers never asks); lives as long as the Model.
+  virtual Result<AttentionKernel*> attention() noexcept = 0;
+  // Tells the user something they should know about the model (the engine
+  // logs it as a warning): a context capped, a setting ignored.
+  virtual void warn(std::string_view message) noexcept = 0;
 };
 
-class Model {
+class Model : public AbiObject {
  public:
-  virtual ~Model() = default;
-  virtual const ModelHParams& hparams() const = 0;
-  virtual SequenceStateSpec state_spec() const = 0;
-  // Runs the batch: appends the K/V (or state) of its tokens to `cache` (the
-  // caller has reserved the slots with append_slots) and writes logits
-  // [batch.logit_rows(), vocab_size] f32.
-  virtual Status forward(const Batch& batch, KvCache& cache, float* logits) noexcept = 0;
+  virtual int64_t vocab_size() const noexcept = 0;
+  // What each layer remembers per sequence; max_context is the trained context.
+  virtual SequenceStateSpec state_spec() const noexcept = 0;
+  // Runs the batch: appends its tokens' K/V to `memory` (the caller reserved
+  // the slots with append_slots) and advances recurrent states, and writes
+  // logits [batch.logit_rows(), vocab_size()] f32.
+  virtual Status forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept = 0;
   // Bytes of weights read by one forward (for roofline figures).
-  virtual uint64_t weight_bytes() const = 0;
+  virtual uint64_t weight_bytes() const noexcept = 0;
+};
+
+// A hyper-parameter as an architecture read it, for `tessera inspect`.
+struct HyperParameter {
+  std::string name;
+  std::variant<int64_t, double, bool, std::string> value;
 };
 
 class Architecture : public PluginObject {
  public:
-  // general.architecture values served, e.g. {"llama", "qwen2", "mistral"}.
-  virtual std::vector<std::string> supported() const = 0;
+  // Model kinds served (static storage): GGUF general.architecture values
+  // ("llama") and Hugging Face architectures names ("LlamaForCausalLM"),
+  // compared with WeightStore::architecture().
+  virtual std::span<const std::string_view> supported() const noexcept = 0;
+  // The hyper-parameters this architecture reads from `weights`, checked as
+  // build() checks them (errors name the file and the key).
+  virtual Status describe(const WeightStore& weights, std::vector<HyperParameter>& out) const noexcept = 0;
   virtual Result<std::unique_ptr<Model>> build(ModelBuilder& builder) noexcept = 0;
 };
 

@@ -8,11 +8,13 @@
 // (the kernel parallelizes inside), so a kernel may keep scratch between calls.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
-#include "tessera/kv_cache.hpp"
 #include "tessera/plugin.hpp"
+#include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera {
@@ -23,6 +25,10 @@ struct AttentionSeq {
   int32_t n_query = 0;  // tokens of this sequence in this step
   int32_t q_row = 0;    // index of its first query row in q/out
 };
+static_assert(offsetof(AttentionSeq, block_table) == 0);
+static_assert(offsetof(AttentionSeq, n_past) == 16);
+static_assert(offsetof(AttentionSeq, q_row) == 24);
+static_assert(sizeof(AttentionSeq) == 32);
 
 struct AttentionArgs {
   const float* q = nullptr;  // [n_rows, n_head, head_dim]
@@ -34,6 +40,12 @@ struct AttentionArgs {
   KvLayerView kv;
   std::span<const AttentionSeq> seqs;
 };
+static_assert(offsetof(AttentionArgs, q) == 0);
+static_assert(offsetof(AttentionArgs, n_head) == 16);
+static_assert(offsetof(AttentionArgs, scale) == 28);
+static_assert(offsetof(AttentionArgs, kv) == 32);
+static_assert(offsetof(AttentionArgs, seqs) == 64);
+static_assert(sizeof(AttentionArgs) == 80);
 
 class AttentionKernel : public PluginObject {
  public:

@@ -8,19 +8,19 @@
 
 #include <cstdint>
 
+#include "tessera/abi.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera {
 
-class Linear {
+class Linear : public AbiObject {
  public:
-  virtual ~Linear() = default;
-  virtual int64_t in_features() const = 0;
-  virtual int64_t out_features() const = 0;
+  virtual int64_t in_features() const noexcept = 0;
+  virtual int64_t out_features() const noexcept = 0;
   // x: [n_rows, in_features] f32, row-major; y: [n_rows, out_features] f32.
   virtual Status forward(const float* x, float* y, int64_t n_rows) noexcept = 0;
   // Bytes of weight data read by one forward (for roofline figures).
-  virtual uint64_t weight_bytes() const = 0;
+  virtual uint64_t weight_bytes() const noexcept = 0;
 
   // Optional: forward() in two halves, so a caller can run several Linears
   // that read the same x inside one parallel region: one thread fork and one

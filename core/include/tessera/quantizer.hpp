@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
+#include <span>
+#include <string_view>
 
 #include "tessera/linear.hpp"
 #include "tessera/plugin.hpp"
@@ -20,8 +20,8 @@ namespace tessera {
 
 class Quantizer : public PluginObject {
  public:
-  // Storage formats this plugin executes. Required.
-  virtual std::vector<std::string> formats() const = 0;
+  // Storage formats this plugin executes (static storage). Required.
+  virtual std::span<const std::string_view> formats() const noexcept = 0;
 
   // A Linear for `weight` [out, in] with optional `bias` [out] (nullptr = none). Required.
   virtual Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight,

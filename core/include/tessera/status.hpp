@@ -2,10 +2,12 @@
 //
 // Contract: no exception ever crosses a plugin boundary. Every call into a
 // plugin that can fail returns a Status (or a Result<T>); a plugin converts its
-// own exceptions into a Status at the edge (see TESSERA_GUARD below).
+// own exceptions into a Status at the edge (see guard() below).
 #pragma once
 
+#include <cassert>
 #include <exception>
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,6 +22,7 @@ enum class StatusCode : int {
   unsupported,       // valid request this implementation cannot serve
   corrupt_data,      // a file or buffer violates its format
   internal,          // a bug or an unexpected exception
+  unavailable,       // a resource the run needs cannot be read now (a missing or unreadable file)
 };
 
 class [[nodiscard]] Status {
@@ -44,13 +47,20 @@ inline Status OutOfMemory(std::string m) { return {StatusCode::out_of_memory, st
 inline Status Unsupported(std::string m) { return {StatusCode::unsupported, std::move(m)}; }
 inline Status CorruptData(std::string m) { return {StatusCode::corrupt_data, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::internal, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::unavailable, std::move(m)}; }
 
 // A value or the Status saying why there is none (std::expected arrives only in C++23).
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: must not be ok()
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  // From a failed Status. A Result made from an OK Status would hold neither a
+  // value nor an error: a programming error, caught by the assert in debug
+  // builds and turned into an internal error elsewhere, never read as a value.
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
+    assert(!std::get<Status>(v_).ok() && "Result made from an OK Status");
+    if (std::get<Status>(v_).ok()) v_ = Status(StatusCode::internal, "a Result was made from an OK Status (a bug)");
+  }
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
   const Status& status() const {
@@ -70,16 +80,31 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
-// Runs `body` and turns any exception into Status::internal; used at the edge of
-// every plugin entry point so that no exception crosses the boundary.
+// The Status for an exception with message `what`. Never throws: if even the
+// message cannot be copied (no memory), a message short enough for
+// std::string's inline buffer stands in.
+inline Status exception_status(const char* what) noexcept {
+  try {
+    return Internal(what);
+  } catch (...) {
+    return Status(StatusCode::internal, "exception");
+  }
+}
+
+// Runs `body` (returning Status or Result<T>) and turns any exception into a
+// Status: out_of_memory for std::bad_alloc, internal otherwise. Used at the
+// edge of every plugin entry point so that no exception crosses the boundary.
 template <typename Fn>
-Status guard(Fn&& body) noexcept {
+auto guard(Fn&& body) noexcept -> decltype(body()) {
+  using Returned = decltype(body());
   try {
     return body();
+  } catch (const std::bad_alloc&) {
+    return Returned(Status(StatusCode::out_of_memory, "out of memory"));  // inline buffer: no allocation
   } catch (const std::exception& e) {
-    return Internal(e.what());
+    return Returned(exception_status(e.what()));
   } catch (...) {
-    return Internal("unknown exception");
+    return Returned(Status(StatusCode::internal, "unknown exception"));
   }
 }
 

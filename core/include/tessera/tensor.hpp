@@ -1,4 +1,4 @@
-// tessera/tensor.hpp: element types, devices, non-owning tensor views and owning buffers.
+// tessera/tensor.hpp: element types and owning host buffers.
 //
 // Layout convention: row-major; shape[0] is the outermost dimension. A weight
 // matrix for y = x·Wᵀ has shape [out_features, in_features]. Block formats
@@ -84,52 +84,7 @@ constexpr uint64_t dtype_row_bytes(DType t, uint64_t n_elems) {
   return info.block_elems == 0 ? 0 : n_elems / info.block_elems * info.block_bytes;
 }
 
-enum class DeviceKind : uint32_t { cpu = 0, cuda = 1 };
-
-struct Device {
-  DeviceKind kind = DeviceKind::cpu;
-  int32_t index = 0;
-  friend bool operator==(const Device&, const Device&) = default;
-};
-
 inline constexpr int kMaxDims = 4;
-
-// A non-owning view. Strides are in elements (plain types) and are only
-// meaningful for plain types; block formats are always contiguous by rows.
-struct Tensor {
-  void* data = nullptr;
-  DType dtype = DType::f32;
-  int32_t ndim = 0;
-  std::array<int64_t, kMaxDims> shape{};
-  std::array<int64_t, kMaxDims> strides{};
-  Device device{};
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; ++i) n *= shape[i];
-    return ndim == 0 ? 0 : n;
-  }
-  template <typename T>
-  T* as() const { return static_cast<T*>(data); }
-
-  // A contiguous row-major view over `data`.
-  static Tensor contiguous(void* data, DType dtype, std::initializer_list<int64_t> dims,
-                           Device device = {}) {
-    Tensor t;
-    t.data = data;
-    t.dtype = dtype;
-    t.device = device;
-    t.ndim = static_cast<int32_t>(dims.size());
-    int i = 0;
-    for (int64_t d : dims) t.shape[i++] = d;
-    int64_t stride = 1;
-    for (int d = t.ndim - 1; d >= 0; --d) {
-      t.strides[d] = stride;
-      stride *= t.shape[d];
-    }
-    return t;
-  }
-};
 
 // Owning, 64-byte aligned host memory (cache line and AVX-512 friendly).
 class HostBuffer {

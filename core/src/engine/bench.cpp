@@ -55,9 +55,9 @@ struct RunTimes {
 };
 
 Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens) {
-  KvCache& cache = session.cache();
-  std::vector<float> logits(static_cast<size_t>(session.hparams().vocab_size));  // [vocab]
-  auto seq = cache.create_sequence();
+  SequenceMemory& memory = session.memory();
+  std::vector<float> logits(static_cast<size_t>(session.vocab_size()));  // [vocab]
+  auto seq = memory.create_sequence();
   if (!seq.ok()) return seq.status();
   RunTimes t;
   const auto start = Clock::now();
@@ -74,22 +74,24 @@ Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int
     status = session.extend(*seq, std::span<const int32_t>(&token.value(), 1), n_past++, false, logits.data());
   }
   t.decode_ms = ms_between(prefilled, Clock::now());
-  cache.release(*seq);
+  memory.release(*seq);
   if (!status.ok()) return status;
   return t;
 }
 
 // Bytes of sequence state the decode steps read on average: K and V of every
-// attended position over all layers (prompt + 1 ... prompt + gen positions,
-// mean prompt + (gen + 1) / 2), plus any per-sequence fixed state.
+// attended position over the attention layers (prompt + 1 ... prompt + gen
+// positions, mean prompt + (gen + 1) / 2), plus the recurrent layers' state.
 uint64_t mean_kv_read_bytes(Session& session, const BenchConfig& config) {
   if (config.gen_tokens <= 0) return 0;
   const SequenceStateSpec spec = session.model().state_spec();
-  uint64_t bytes = spec.fixed_bytes_per_sequence;
-  if (spec.n_layer > 0 && spec.n_kv_head > 0) {
-    const uint64_t per_position = spec.kv_bytes_per_token(kv_element_bytes(session.cache().layer(0).dtype));
+  uint64_t bytes = spec.state_bytes_per_sequence();
+  for (int32_t l = 0; l < spec.n_layer(); ++l) {
+    if (spec.layers[static_cast<size_t>(l)].kind != LayerMemoryKind::attention) continue;
+    const uint64_t per_position = spec.kv_bytes_per_token(kv_element_bytes(session.memory().layer(l).dtype));
     const double mean_positions = config.prompt_tokens + (config.gen_tokens + 1) / 2.0;
     bytes += static_cast<uint64_t>(static_cast<double>(per_position) * mean_positions);
+    break;  // one element type for every attention layer
   }
   return bytes;
 }

@@ -11,26 +11,45 @@ namespace tessera {
 
 class RequestDecodingContext final : public DecodingContext {
  public:
-  // `logits` [vocab] is pointed at the request's row before each step.
-  RequestDecodingContext(std::span<float> logits, std::span<const int32_t> prompt, const SamplingSettings& sampling)
-      : logits_(logits), tokens_(prompt.begin(), prompt.end()), prompt_length_(static_cast<int32_t>(prompt.size())),
-        sampling_(sampling), rng_(sampling.seed) {}
+  RequestDecodingContext(std::span<const int32_t> prompt, const SamplingSettings& sampling)
+      : tokens_(prompt.begin(), prompt.end()), committed_(prompt.size()),
+        prompt_length_(static_cast<int32_t>(prompt.size())), sampling_(sampling), rng_(sampling.seed) {}
 
-  std::span<float> logits() noexcept override { return logits_; }
-  std::span<const int32_t> tokens() const noexcept override { return tokens_; }
+  std::span<const int32_t> proposed() const noexcept override {
+    return std::span<const int32_t>(tokens_).subspan(committed_);
+  }
+  std::span<float> logits(size_t row) noexcept override {
+    const size_t vocab = rows_.size() / (proposed().size() + 1);
+    if (vocab == 0 || row > proposed().size()) return {};
+    return rows_.subspan(row * vocab, vocab);
+  }
+  std::span<const int32_t> tokens() const noexcept override {
+    return std::span<const int32_t>(tokens_).first(committed_);
+  }
   int32_t prompt_length() const noexcept override { return prompt_length_; }
   const SamplingSettings& sampling() const noexcept override { return sampling_; }
   std::mt19937_64& rng() noexcept override { return rng_; }
 
-  void push(int32_t token) { tokens_.push_back(token); }
-  void set_logits(std::span<float> logits) { logits_ = logits; }
+  // Committed tokens followed by the proposed ones, as the model reads them.
+  std::span<const int32_t> tokens_and_proposed() const { return tokens_; }
+  // Appends a token to the committed ones (the proposal must be cleared first).
+  void push(int32_t token) { tokens_.push_back(token), ++committed_; }
+  // Draft tokens to verify in the next step; they replace any earlier proposal.
+  void propose(std::span<const int32_t> draft) {
+    tokens_.resize(committed_);
+    tokens_.insert(tokens_.end(), draft.begin(), draft.end());
+  }
+  void clear_proposal() { tokens_.resize(committed_); }
+  // The step's rows of logits: [proposed().size() + 1, vocab].
+  void set_logits(std::span<float> rows) { rows_ = rows; }
 
  private:
-  std::span<float> logits_;
-  std::vector<int32_t> tokens_;  // prompt, then generated
+  std::vector<int32_t> tokens_;  // prompt, generated, then proposed
+  size_t committed_;             // prompt + generated
   int32_t prompt_length_;
   SamplingSettings sampling_;
   std::mt19937_64 rng_;
+  std::span<float> rows_;
 };
 
 }  // namespace tessera

@@ -23,6 +23,8 @@ nlohmann::json RequestMetrics::to_json() const {
       {"ms_per_token", ms_per_token()},
       {"stop_reason", stop_reason},
       {"seed", seed},
+      {"drafted_tokens", drafted_tokens},
+      {"accepted_tokens", accepted_tokens},
   };
 }
 

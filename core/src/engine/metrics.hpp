@@ -30,6 +30,8 @@ struct RequestMetrics {
   double decode_ms = 0;             // after the first token, to the last
   std::string stop_reason;          // "eos", "max_tokens", "context_full"
   uint64_t seed = 0;
+  int64_t drafted_tokens = 0;       // speculative decoding: draft tokens verified
+  int64_t accepted_tokens = 0;      // and accepted
 
   double prefill_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   // Tokens after the first, over the time they took (the first comes with prefill).

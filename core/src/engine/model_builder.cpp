@@ -2,15 +2,35 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 namespace tessera {
 
-CoreModelBuilder::CoreModelBuilder(const ModelFile& weights,
-                                   const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                                   std::shared_ptr<AttentionKernel> attention)
-    : weights_(weights), attention_(std::move(attention)) {
+CoreModelBuilder::CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
+                                   AttentionFactory make_attention)
+    : weights_(weights), make_attention_(std::move(make_attention)) {
   for (const auto& q : quantizers) {
-    for (const auto& format : q->formats()) by_format_.try_emplace(format, q);
+    for (const auto& format : q->formats()) by_format_.try_emplace(std::string(format), q);
+  }
+}
+
+Result<AttentionKernel*> CoreModelBuilder::attention() noexcept {
+  return guard([&]() -> Result<AttentionKernel*> {
+    if (!attention_) {
+      if (!make_attention_) return Unsupported("this builder has no attention kernel to give");
+      auto made = make_attention_();
+      if (!made.ok()) return made.status();
+      attention_ = std::move(made).value();
+    }
+    return attention_.get();
+  });
+}
+
+void CoreModelBuilder::warn(std::string_view message) noexcept {
+  try {
+    spdlog::warn("{}", message);
+  } catch (...) {
+    // Logging is best effort; a warning lost to a full disk is no reason to fail.
   }
 }
 
@@ -23,9 +43,10 @@ std::vector<std::string> CoreModelBuilder::formats() const {
 Result<std::shared_ptr<Quantizer>> CoreModelBuilder::quantizer_for(const TensorRef& tensor) const {
   auto it = by_format_.find(tensor.format);
   if (it == by_format_.end())
-    return Unsupported(fmt::format("{}: tensor '{}' is stored as '{}', which no quant plugin executes "
-                                   "(formats available: {})",
-                                   weights_.source(), tensor.name, tensor.format, fmt::join(formats(), ", ")));
+    return Unsupported(
+        fmt::format("{}: tensor '{}' is stored as '{}', which no quant plugin executes "
+                    "(formats available: {})",
+                    weights_.source(), tensor.name, tensor.format, fmt::join(formats(), ", ")));
   return it->second;
 }
 
@@ -50,46 +71,54 @@ class QuantizerRowDecoder final : public RowDecoder {
 
 }  // namespace
 
-Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRef& tensor) {
-  if (tensor.ndim != 2)
-    return InvalidArgument(fmt::format("{}: tensor '{}' must be 2-D to be decoded by rows, it has {} dimensions",
-                                       weights_.source(), tensor.name, tensor.ndim));
-  auto q = quantizer_for(tensor);
-  if (!q.ok()) return q.status();
-  return std::unique_ptr<RowDecoder>(std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor));
+Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRef& tensor) noexcept {
+  return guard([&]() -> Result<std::unique_ptr<RowDecoder>> {
+    if (tensor.ndim != 2)
+      return InvalidArgument(fmt::format("{}: tensor '{}' must be 2-D to be decoded by rows, it has {} dimensions",
+                                         weights_.source(), tensor.name, tensor.ndim));
+    auto q = quantizer_for(tensor);
+    if (!q.ok()) return q.status();
+    return std::unique_ptr<RowDecoder>(std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor));
+  });
 }
 
-Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, std::string_view bias_name) {
-  const TensorRef* weight = weights_.find(name);
-  if (weight == nullptr)
-    return NotFound(fmt::format("{}: the model has no tensor '{}'", weights_.source(), name));
-  if (weight->ndim != 2)
-    return CorruptData(fmt::format("{}: tensor '{}' must be 2-D for a linear layer, it has {} dimensions",
-                                   weights_.source(), name, weight->ndim));
-  const TensorRef* bias = bias_name.empty() ? nullptr : weights_.find(bias_name);
-  if (bias != nullptr && (bias->numel() != weight->shape[0]))
-    return CorruptData(fmt::format("{}: bias '{}' has {} elements, its weight has {} rows", weights_.source(),
-                                   bias_name, bias->numel(), weight->shape[0]));
-  auto q = quantizer_for(*weight);
-  if (!q.ok()) return q.status();
-  auto made = (*q)->make_linear(*weight, bias);
-  if (made.ok()) weights_.release_resident(*weight);
-  return made;
+Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, std::string_view bias_name) noexcept {
+  return guard([&]() -> Result<std::unique_ptr<Linear>> {
+    const TensorRef* weight = weights_.find(name);
+    if (weight == nullptr) return NotFound(fmt::format("{}: the model has no tensor '{}'", weights_.source(), name));
+    if (weight->ndim != 2)
+      return CorruptData(fmt::format("{}: tensor '{}' must be 2-D for a linear layer, it has {} dimensions",
+                                     weights_.source(), name, weight->ndim));
+    const TensorRef* bias = bias_name.empty() ? nullptr : weights_.find(bias_name);
+    if (bias != nullptr && (bias->numel() != weight->shape[0]))
+      return CorruptData(fmt::format("{}: bias '{}' has {} elements, its weight has {} rows", weights_.source(),
+                                     bias_name, bias->numel(), weight->shape[0]));
+    auto q = quantizer_for(*weight);
+    if (!q.ok()) return q.status();
+    auto made = (*q)->make_linear(*weight, bias);
+    if (made.ok()) weights_.release_resident(*weight);
+    return made;
+  });
 }
 
-Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) {
-  auto q = quantizer_for(tensor);
-  if (!q.ok()) return q.status();
-  return (*q)->dequantize_rows(tensor, 0, tensor.rows(), out);
+Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) noexcept {
+  return guard([&]() -> Status {
+    auto q = quantizer_for(tensor);
+    if (!q.ok()) return q.status();
+    return (*q)->dequantize_rows(tensor, 0, tensor.rows(), out);
+  });
 }
 
-Status CoreModelBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) {
-  if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor.rows())
-    return InvalidArgument(fmt::format("rows [{}, {}) of tensor '{}' are out of range (it has {} rows)", first_row,
-                                       first_row + n_rows, tensor.name, tensor.rows()));
-  auto q = quantizer_for(tensor);
-  if (!q.ok()) return q.status();
-  return (*q)->dequantize_rows(tensor, first_row, n_rows, out);
+Status CoreModelBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows,
+                                         float* out) noexcept {
+  return guard([&]() -> Status {
+    if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor.rows())
+      return InvalidArgument(fmt::format("rows [{}, {}) of tensor '{}' are out of range (it has {} rows)", first_row,
+                                         first_row + n_rows, tensor.name, tensor.rows()));
+    auto q = quantizer_for(tensor);
+    if (!q.ok()) return q.status();
+    return (*q)->dequantize_rows(tensor, first_row, n_rows, out);
+  });
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // model_builder.hpp: the core's ModelBuilder: weights dispatched to quant plugins by format.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,28 +15,35 @@ namespace tessera {
 
 class CoreModelBuilder final : public ModelBuilder {
  public:
+  using AttentionFactory = std::function<Result<std::shared_ptr<AttentionKernel>>()>;
+
   // `quantizers` in search order: the first to declare a format executes it.
   // Once linear() has handed a weight to its quant plugin, the file's pages of
   // it are released (ModelFile::release_resident): a plugin that repacked it
   // never reads them again, and one that reads it in place faults them back.
+  // `make_attention` runs on the first attention() call only.
   CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                   std::shared_ptr<AttentionKernel> attention);
+                   AttentionFactory make_attention);
 
-  const WeightStore& weights() const override { return weights_; }
-  Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name = {}) override;
-  Status dequantize(const TensorRef& tensor, float* out) override;
-  Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) override;
-  AttentionKernel& attention() override { return *attention_; }
-  Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) override;
+  const WeightStore& weights() const noexcept override { return weights_; }
+  Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name = {}) noexcept override;
+  Status dequantize(const TensorRef& tensor, float* out) noexcept override;
+  Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept override;
+  Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) noexcept override;
+  Result<AttentionKernel*> attention() noexcept override;
+  void warn(std::string_view message) noexcept override;
 
   // Formats some plugin executes, for messages.
   std::vector<std::string> formats() const;
+  // The attention kernel, if the model asked for one (nullptr otherwise).
+  const std::shared_ptr<AttentionKernel>& made_attention() const { return attention_; }
 
  private:
   Result<std::shared_ptr<Quantizer>> quantizer_for(const TensorRef& tensor) const;
 
   const ModelFile& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;
+  AttentionFactory make_attention_;
   std::shared_ptr<AttentionKernel> attention_;
 };
 

@@ -30,7 +30,7 @@ Result<PerplexityReport> compute_perplexity(Session& session, std::string_view t
   if (r.windows == 0)
     return InvalidArgument(fmt::format("the text has {} tokens, fewer than one window of {}", tokens.size(), ctx));
 
-  const auto vocab = static_cast<size_t>(session.hparams().vocab_size);
+  const auto vocab = static_cast<size_t>(session.vocab_size());
   const int64_t first = ctx / 2;
   double sum = 0, sum_sq = 0;
   std::vector<int32_t> window(static_cast<size_t>(ctx));

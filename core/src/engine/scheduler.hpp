@@ -1,48 +1,31 @@
-// scheduler.hpp: continuous batching over one Model and one KvCache.
+// scheduler.hpp: continuous batching over one Model and one SequenceMemory.
 //
-// Iteration-level scheduling (Orca, vLLM): each step forms one Batch from every
-// running request: one token for each decoding request first, then chunks of
-// the prompts still being prefilled, up to `max_batch_tokens` (chunked prefill,
-// so a long prompt never stalls the decoders). New requests join between
-// steps, finished ones leave at once. When the cache runs out of blocks the
-// most recently admitted request is preempted by recomputation: its sequence
-// is released and it waits at the front of the queue, to be re-admitted with
-// its prompt plus what it had generated. A request that could never fit
-// (prompt + max_tokens beyond the context, or beyond the whole cache) is
-// rejected on its own; the others are unharmed.
+// Every generation, one request or many, runs here, so a request run alone
+// and in a batch follow one code path. Each step has three parts, each
+// testable alone (vLLM v1's shape):
+//   schedule  StepPlanner: admit, choose each request's tokens (and drafts to
+//             verify), reserve memory, preempt when it runs out;
+//   execute   StepExecutor: one Batch, one Model::forward;
+//   update    OutputProcessor: tokens chosen or drafts verified, memory
+//             rolled back, stop conditions, streaming, metrics.
+// A request that could never fit (its prompt not shorter than the context,
+// or prompt + max_tokens beyond what one sequence can hold) is rejected on
+// its own at submission; the others are unharmed.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/output_processor.hpp"
 #include "engine/session.hpp"
+#include "engine/step_executor.hpp"
+#include "engine/step_planner.hpp"
 
 namespace tessera {
-
-struct SchedulerConfig {
-  int32_t max_batch_tokens = 512;  // tokens one forward may take (decode tokens + prefill chunks)
-  int32_t max_running = 256;       // requests in flight at once
-  // Admission: reserve room for each request's prompt plus max_tokens (no
-  // preemption as long as max_tokens is honest), or, when false, only for the
-  // prompt and the next token, as servers that cannot know output lengths do:
-  // more requests in flight when max_tokens is a loose bound, at the price of
-  // preempting (and recomputing) when they do grow.
-  bool reserve_max_tokens = true;
-};
-
-// What became of one submitted request.
-struct RequestOutcome {
-  size_t index = 0;                 // submission order
-  Status status;                    // not ok: rejected or failed (the others went on)
-  GenerationResult result;
-  int32_t preemptions = 0;
-  nlohmann::json to_json() const;
-};
 
 struct SchedulerStats {
   int64_t steps = 0;
@@ -58,15 +41,19 @@ struct SchedulerStats {
   // the batch, as `tessera bench` reports it for one sequence.
   int64_t decode_step_tokens = 0;
   double decode_step_ms = 0;
+  // Speculative decoding: draft tokens verified, and those accepted.
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
   nlohmann::json to_json() const;
 };
 
 class Scheduler {
  public:
-  using TextCallback = std::function<void(size_t index, std::string_view text)>;
-  using DoneCallback = std::function<void(const RequestOutcome&)>;
+  using TextCallback = OutputProcessor::TextCallback;
+  using DoneCallback = OutputProcessor::DoneCallback;
 
-  Scheduler(Session& session, SchedulerConfig config = {});
+  // `proposer` (may be null) drafts tokens for decoding requests to verify.
+  Scheduler(Session& session, SchedulerConfig config = {}, DraftProposer* proposer = nullptr);
   ~Scheduler();
 
   // Queues a request; returns its index. Requests run when run() is called.
@@ -74,25 +61,20 @@ class Scheduler {
 
   // Runs until every submitted request is finished or rejected. Outcomes are
   // returned in submission order. Fails as a whole only when the model or a
-  // plugin fails; a request the cache cannot hold is rejected on its own.
+  // plugin fails; a request the memory cannot hold is rejected on its own.
   Result<std::vector<RequestOutcome>> run(const TextCallback& on_text = {}, const DoneCallback& on_done = {});
 
   const SchedulerStats& stats() const { return stats_; }
 
  private:
-  struct Request;
   Status step(const TextCallback& on_text, const DoneCallback& on_done);
-  Status admit();
-  void preempt(Request& r);
-  void finish(Request& r, Status status, const DoneCallback& on_done);
-  uint64_t pool_tokens() const;
+  void note_memory();
 
   Session& session_;
-  SchedulerConfig config_;
-  std::vector<std::unique_ptr<Request>> requests_;  // by index
-  std::deque<Request*> waiting_;
-  std::vector<Request*> running_;                   // admission order
-  std::vector<float> logits_;                        // [rows, vocab]
+  RequestTable requests_;
+  StepPlanner planner_;
+  StepExecutor executor_;
+  OutputProcessor outputs_;
   SchedulerStats stats_;
 };
 

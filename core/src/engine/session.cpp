@@ -9,7 +9,9 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/architecture_choice.hpp"
 #include "engine/model_builder.hpp"
+#include "engine/output_processor.hpp"
 #include "engine/prompt.hpp"
 #include "engine/scheduler.hpp"
 #include "model/model_file.hpp"
@@ -23,38 +25,22 @@ namespace {
 constexpr int32_t kPrefillChunk = 512;
 
 Result<std::shared_ptr<Architecture>> choose_architecture(const Pipeline& pipeline, const PluginRegistry& registry,
-                                                          const std::string& model_arch, std::string* chosen) {
+                                                          std::string_view model_arch, std::string* chosen) {
   if (pipeline.arch) {
     auto arch = registry.create<Architecture>(*pipeline.arch->plugin, pipeline.arch->params);
     if (!arch.ok()) return arch.status();
     *chosen = pipeline.arch->plugin->info->name;
     return arch;
   }
-  std::vector<std::string> tried;
-  for (const LoadedPlugin* p : registry.plugins(PluginFamily::architecture)) {
-    auto params = default_params(*p->info);
-    if (!params.ok()) continue;
-    auto arch = registry.create<Architecture>(*p, *params);
-    if (!arch.ok()) {
-      spdlog::warn("{}", arch.status().message());
-      continue;
-    }
-    const auto supported = (*arch)->supported();
-    if (std::find(supported.begin(), supported.end(), model_arch) != supported.end()) {
-      *chosen = p->info->name;
-      return arch;
-    }
-    tried.push_back(fmt::format("{} ({})", p->info->name, fmt::join(supported, ", ")));
-  }
-  return Unsupported(fmt::format("no architecture plugin can load this model (architecture '{}'); available: {}",
-                                 model_arch, tried.empty() ? std::string("none found") : fmt::format("{}", fmt::join(tried, "; "))));
+  auto found = find_architecture(registry, model_arch);
+  if (!found.ok()) return found.status();
+  *chosen = found->plugin->info->name;
+  return found->architecture;
 }
 
 }  // namespace
 
 Session::~Session() = default;
-
-const ModelHParams& Session::hparams() const { return file_->hparams(); }
 
 Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const PluginRegistry& registry) {
   std::unique_ptr<Session> s(new Session());
@@ -74,12 +60,10 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
 
   // Every quant plugin found, in search order: the first to declare a format
   // runs it. The one [quant] names comes first, with the pipeline's parameters.
-  std::vector<std::shared_ptr<Quantizer>> quantizers;
   auto add_quantizer = [&](const LoadedPlugin& plugin, const ParamValues& params) -> Status {
     auto q = registry.create<Quantizer>(plugin, params);
     if (!q.ok()) return q.status();
-    quantizers.push_back(*q);
-    s->keep_alive_.push_back(*q);
+    s->quantizers_.push_back(*q);
     return Status::Ok();
   };
   if (pipeline.quant) TESSERA_RETURN_IF_ERROR(add_quantizer(*pipeline.quant->plugin, pipeline.quant->params));
@@ -89,43 +73,57 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
     if (!params.ok()) return params.status();
     TESSERA_RETURN_IF_ERROR(add_quantizer(*p, *params));
   }
-  auto attention = registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params);
-  if (!attention.ok()) return attention.status();
 
-  auto arch = choose_architecture(pipeline, registry, s->file_->hparams().arch, &s->arch_name_);
+  auto arch = choose_architecture(pipeline, registry, s->file_->architecture(), &s->arch_name_);
   if (!arch.ok()) return arch.status();
   s->arch_ = *arch;
 
-  CoreModelBuilder builder(*s->file_, quantizers, *attention);
+  // The attention kernel is made only if the model asks for one: a model
+  // without attention layers runs with whatever [attention] says.
+  CoreModelBuilder builder(*s->file_, s->quantizers_, [&]() {
+    return registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params);
+  });
   auto model = s->arch_->build(builder);
   if (!model.ok()) return model.status();
   s->model_ = std::move(model).value();
+  s->attention_ = builder.made_attention();
 
-  if (s->tokenizer_->vocab_size() > s->file_->hparams().vocab_size && s->file_->hparams().vocab_size > 0)
+  const int64_t vocab = s->model_->vocab_size();
+  if (vocab <= 0)
+    return Internal(fmt::format("architecture plugin '{}' built a model with {} vocabulary rows", s->arch_name_, vocab));
+  if (s->tokenizer_->vocab_size() > vocab)
     return CorruptData(fmt::format("{}: the tokenizer has {} tokens but the model's vocabulary has {} rows",
-                                   s->file_->source(), s->tokenizer_->vocab_size(), s->file_->hparams().vocab_size));
+                                   s->file_->source(), s->tokenizer_->vocab_size(), vocab));
 
   SequenceStateSpec spec = s->model_->state_spec();
   const int64_t cap = pipeline.run.get_int("context");
   if (cap > 0 && cap < spec.max_context) spec.max_context = cap;
+  if (spec.max_context <= 0)
+    return Internal(fmt::format("architecture plugin '{}' reports a context of {}", s->arch_name_, spec.max_context));
   s->context_ = spec.max_context;
+  s->n_layer_ = spec.n_layer();
+  s->memory_truncates_ = !spec.has(LayerMemoryKind::recurrent);
 
-  auto cache = registry.create<KvCache>(*pipeline.kvcache.plugin, pipeline.kvcache.params);
-  if (!cache.ok()) return cache.status();
-  s->cache_ = *cache;
-  TESSERA_RETURN_IF_ERROR(s->cache_->configure(spec));
-  std::string why;
-  const int32_t block_size = s->cache_->layer(0).block_size;
-  if (!(*attention)->supports_block_size(block_size, &why))
-    return InvalidArgument(fmt::format("attention plugin '{}' cannot read the '{}' cache (block size {}): {}",
-                                       pipeline.attention.plugin->info->name, pipeline.kvcache.plugin->info->name,
-                                       block_size, why));
+  auto memory = registry.create<SequenceMemory>(*pipeline.kvcache.plugin, pipeline.kvcache.params);
+  if (!memory.ok()) return memory.status();
+  s->memory_ = *memory;
+  TESSERA_RETURN_IF_ERROR(s->memory_->configure(spec));
+  if (s->attention_) {
+    for (int32_t l = 0; l < spec.n_layer(); ++l) {
+      if (spec.layers[static_cast<size_t>(l)].kind != LayerMemoryKind::attention) continue;
+      std::string why;
+      const int32_t block_size = s->memory_->layer(l).block_size;
+      if (!s->attention_->supports_block_size(block_size, &why))
+        return InvalidArgument(fmt::format("attention plugin '{}' cannot read the '{}' kvcache (block size {}): {}",
+                                           pipeline.attention.plugin->info->name,
+                                           pipeline.kvcache.plugin->info->name, block_size, why));
+      break;  // one pool layout for every attention layer
+    }
+  }
 
   auto strategy = registry.create<DecodingStrategy>(*pipeline.decoding.plugin, pipeline.decoding.params);
   if (!strategy.ok()) return strategy.status();
   s->strategy_ = *strategy;
-  s->keep_alive_.push_back(*attention);
-  s->logits_.resize(static_cast<size_t>(s->file_->hparams().vocab_size));
   spdlog::debug("{}", s->describe());
   return s;
 }
@@ -133,9 +131,10 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
 std::string Session::describe() const {
   return fmt::format("model {} ({}, {} layers), arch plugin '{}', kvcache '{}', attention '{}', decoding '{}', "
                      "{} threads, context {}",
-                     file_->source(), hparams().arch, hparams().block_count, arch_name_,
-                     pipeline_.kvcache.plugin->info->name, pipeline_.attention.plugin->info->name,
-                     pipeline_.decoding.plugin->info->name, threads_, context_);
+                     file_->source(), file_->architecture(), n_layer_, arch_name_,
+                     pipeline_.kvcache.plugin->info->name,
+                     attention_ ? pipeline_.attention.plugin->info->name : "none", pipeline_.decoding.plugin->info->name,
+                     threads_, context_);
 }
 
 GenerationRequest Session::request_from_pipeline() const {
@@ -184,13 +183,15 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
 
 Status Session::extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits,
                        float* logits) {
-  const auto vocab = static_cast<size_t>(hparams().vocab_size);
+  const auto vocab = static_cast<size_t>(vocab_size());
   for (size_t done = 0; done < tokens.size();) {
     const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
-    TESSERA_RETURN_IF_ERROR(cache_->append_slots(seq, n));
-    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), all_logits};
+    const bool last = done + static_cast<size_t>(n) == tokens.size();
+    TESSERA_RETURN_IF_ERROR(memory_->append_slots(seq, n));
+    const int32_t n_logits = all_logits ? n : (last ? 1 : 0);
+    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), n_logits};
     const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
-    TESSERA_RETURN_IF_ERROR(model_->forward(batch, *cache_, all_logits ? logits + done * vocab : logits));
+    TESSERA_RETURN_IF_ERROR(model_->forward(batch, *memory_, all_logits ? logits + done * vocab : logits));
     done += static_cast<size_t>(n);
   }
   return Status::Ok();
@@ -200,19 +201,19 @@ Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {
   if (tokens.empty()) return InvalidArgument("nothing to score: no tokens");
   if (static_cast<int64_t>(tokens.size()) > context_)
     return InvalidArgument(fmt::format("{} tokens do not fit the context of {}", tokens.size(), context_));
-  const auto vocab = static_cast<size_t>(hparams().vocab_size);
+  const auto vocab = static_cast<size_t>(vocab_size());
   std::vector<float> logits(tokens.size() * vocab);
-  auto seq = cache_->create_sequence();
+  auto seq = memory_->create_sequence();
   if (!seq.ok()) return seq.status();
   const Status status = extend(*seq, tokens, 0, /*all_logits=*/true, logits.data());
-  last_kv_stats_ = cache_->stats();
-  cache_->release(*seq);
+  last_memory_stats_ = memory_->stats();
+  memory_->release(*seq);
   if (!status.ok()) return status;
   return logits;
 }
 
 nlohmann::json Session::plugin_stats() const {
-  const KvStats& k = last_kv_stats_;
+  const MemoryStats& k = last_memory_stats_;
   const double waste = k.bytes_allocated > 0
                            ? 100.0 * static_cast<double>(k.bytes_allocated - std::min(k.bytes_live, k.bytes_allocated)) /
                                  static_cast<double>(k.bytes_allocated)
@@ -225,10 +226,42 @@ nlohmann::json Session::plugin_stats() const {
             {"bytes_allocated", k.bytes_allocated},
             {"bytes_live", k.bytes_live},
             {"waste_percent", waste},
-            {"prefix_hit_tokens", k.prefix_hit_tokens}}},
-          {"attention", {{"plugin", pipeline_.attention.plugin->info->name}}},
+            {"prefix_hit_tokens", k.prefix_hit_tokens},
+            {"states_total", k.states_total},
+            {"states_used", k.states_used}}},
+          {"attention", {{"plugin", attention_ ? pipeline_.attention.plugin->info->name : "none"}}},
           {"decoding", {{"plugin", pipeline_.decoding.plugin->info->name}}},
           {"arch", {{"plugin", arch_name_}, {"weight_bytes", model_->weight_bytes()}}}};
+}
+
+Status Session::explain_nonfinite_logits() const {
+  // Search every weight, in file order, through the quant plugin that
+  // executes its format, a bounded number of rows at a time.
+  constexpr int64_t kRowsPerRead = 64;
+  std::vector<float> rows;
+  for (const TensorRef& t : file_->tensors()) {
+    const auto q = std::find_if(quantizers_.begin(), quantizers_.end(), [&](const auto& quantizer) {
+      const auto formats = quantizer->formats();
+      return std::find(formats.begin(), formats.end(), t.format) != formats.end();
+    });
+    if (q == quantizers_.end() || t.ndim < 1 || t.ndim > 2) continue;
+    const int64_t n_rows = t.ndim == 2 ? t.rows() : 1;
+    rows.resize(static_cast<size_t>(std::min(kRowsPerRead, n_rows) * (t.ndim == 2 ? t.cols() : t.numel())));
+    for (int64_t first = 0; first < n_rows; first += kRowsPerRead) {
+      const int64_t n = std::min(kRowsPerRead, n_rows - first);
+      if (!(*q)->dequantize_rows(t, first, n, rows.data()).ok()) break;
+      const size_t count = static_cast<size_t>(n * (t.ndim == 2 ? t.cols() : t.numel()));
+      if (!all_finite(std::span<const float>(rows.data(), count)))
+        return CorruptData(fmt::format(
+            "the model produced non-finite logits (NaN or infinity): {} may be corrupt; its tensor '{}' holds a "
+            "non-finite value in rows {}..{}",
+            file_->source(), t.name, first, first + n - 1));
+    }
+  }
+  return CorruptData(fmt::format(
+      "the model produced non-finite logits (NaN or infinity), though every weight of {} is finite: the activations "
+      "overflowed (try pipelines/exact.toml's f32 arithmetic) or the model file is not what its metadata says",
+      file_->source()));
 }
 
 }  // namespace tessera

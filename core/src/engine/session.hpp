@@ -1,11 +1,12 @@
 // session.hpp: a pipeline made runnable: model, tokenizer, plugins, generation.
 //
-// Session::open assembles what a Pipeline names (ARCHITECTURE.md §5): the model
-// file is opened, the tokenizer read from it, the architecture plugin builds
-// the Model (weights dispatched to quant plugins by format), the memory plugin
-// is sized from the model's state spec, and the decoding strategy is made.
-// generate() then runs one request: prefill in chunks, decode token by token,
-// stream text, measure.
+// Session::open assembles what a Pipeline names (docs/architecture.md): the
+// model file is opened, the tokenizer read from it, the architecture plugin
+// that serves the file's architecture builds the Model (weights dispatched to
+// quant plugins by format, the attention kernel made if the model asks), the
+// memory plugin is sized from the model's state spec, and the decoding
+// strategy is made. generate() then runs one request through the scheduler:
+// prefill in chunks, decode, stream text, measure.
 #pragma once
 
 #include <functional>
@@ -18,31 +19,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/metrics.hpp"
+#include "engine/request.hpp"
 #include "pipeline/pipeline.hpp"
 #include "tessera/architecture.hpp"
 #include "tessera/decoding.hpp"
+#include "tessera/quantizer.hpp"
 #include "tokenizer/stream_decoder.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace tessera {
 
 class ModelFile;
-
-struct GenerationRequest {
-  std::string prompt;
-  int64_t max_tokens = 128;
-  bool chat = false;        // wrap with the model's chat template
-  std::string system;       // chat system message ("" = the template's default)
-  SamplingSettings sampling;
-  std::vector<int32_t> token_ids;  // when not empty: the prompt as ids, used instead of `prompt` (benchmarks)
-  bool ignore_eos = false;         // generate max_tokens whatever is chosen (benchmarks)
-};
-
-struct GenerationResult {
-  std::string text;
-  std::vector<int32_t> prompt_ids;
-  RequestMetrics metrics;
-};
 
 using TextSink = std::function<void(std::string_view)>;
 
@@ -74,11 +61,18 @@ class Session {
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   Model& model() { return *model_; }
   DecodingStrategy& strategy() { return *strategy_; }
-  // The scheduler reports the cache's figures at their peak for plugin_stats().
-  void note_kv_stats(const KvStats& stats) { last_kv_stats_ = stats; }
-  KvCache& cache() { return *cache_; }
-  const ModelHParams& hparams() const;
+  // The scheduler reports the memory's figures at their peak for plugin_stats().
+  void note_memory_stats(const MemoryStats& stats) { last_memory_stats_ = stats; }
+  SequenceMemory& memory() { return *memory_; }
+  // Whether the memory can drop tokens (truncate): all its layers are attention.
+  bool memory_truncates() const { return memory_truncates_; }
+  const ModelFile& file() const { return *file_; }
+  int64_t vocab_size() const { return model_->vocab_size(); }
   int64_t context_length() const { return context_; }
+  // The error for logits that came out NaN or infinite: the model file may be
+  // corrupt, naming the first tensor holding a non-finite value (searched
+  // now, not at start-up: it reads every weight).
+  Status explain_nonfinite_logits() const;
   int threads() const { return threads_; }
   // Plugin-specific figures for the metrics JSON ("plugins" object).
   nlohmann::json plugin_stats() const;
@@ -91,16 +85,18 @@ class Session {
   Pipeline pipeline_;
   std::shared_ptr<ModelFile> file_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
-  std::vector<std::shared_ptr<PluginObject>> keep_alive_;  // quant plugins, attention, arch
+  std::vector<std::shared_ptr<Quantizer>> quantizers_;  // in search order
+  std::shared_ptr<AttentionKernel> attention_;          // when the model asked for one
   std::shared_ptr<Architecture> arch_;
   std::unique_ptr<Model> model_;
-  std::shared_ptr<KvCache> cache_;
+  std::shared_ptr<SequenceMemory> memory_;
   std::shared_ptr<DecodingStrategy> strategy_;
   std::string arch_name_;
   int64_t context_ = 0;
+  int32_t n_layer_ = 0;
+  bool memory_truncates_ = true;
   int threads_ = 1;
-  KvStats last_kv_stats_;
-  std::vector<float> logits_;  // [vocab]
+  MemoryStats last_memory_stats_;
 };
 
 }  // namespace tessera

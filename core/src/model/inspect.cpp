@@ -19,62 +19,24 @@ std::string chat_template_name(const std::string& jinja) {
 
 namespace {
 
-const char* rope_scaling_name(RopeScaling s) {
-  switch (s) {
-    case RopeScaling::none: return "none";
-    case RopeScaling::linear: return "linear";
-    case RopeScaling::llama3: return "llama3";
-    case RopeScaling::yarn: return "yarn";
-  }
-  return "unknown";
-}
-
-json hparams_json(const ModelHParams& hp) {
-  json j = {
-      {"vocab_size", hp.vocab_size},
-      {"context_length", hp.context_length},
-      {"embedding_length", hp.embedding_length},
-      {"block_count", hp.block_count},
-      {"feed_forward_length", hp.feed_forward_length},
-      {"head_count", hp.head_count},
-      {"head_count_kv", hp.head_count_kv},
-      {"head_dim", hp.head_dim},
-      {"rms_norm_eps", hp.rms_norm_eps},
-      {"rope_freq_base", hp.rope_freq_base},
-      {"rope_style", hp.rope_style == RopeStyle::neox ? "neox" : "adjacent"},
-      {"rope_scaling", rope_scaling_name(hp.rope_scaling)},
-      {"tied_embeddings", hp.tied_embeddings},
-  };
-  if (hp.rope_scaling != RopeScaling::none) {
-    j["rope_scaling_factor"] = hp.rope_scaling_factor;
-    j["rope_original_context"] = hp.rope_original_context;
-  }
-  if (hp.ssm_inner_size != 0) {
-    j["ssm_conv_kernel"] = hp.ssm_conv_kernel;
-    j["ssm_inner_size"] = hp.ssm_inner_size;
-    j["ssm_state_size"] = hp.ssm_state_size;
-    j["ssm_time_step_rank"] = hp.ssm_time_step_rank;
-  }
-  return j;
-}
-
 json tensors_json(const ModelFile& model) {
   uint64_t total = 0;
   std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // dtype -> (count, bytes)
   const auto tensors = model.tensors();
-  for (const TensorRef* t : tensors) {
-    total += t->nbytes;
-    auto& [count, bytes] = by_type[std::string(dtype_name(t->dtype))];
+  for (const TensorRef& t : tensors) {
+    total += t.nbytes;
+    auto& [count, bytes] = by_type[std::string(dtype_name(t.dtype))];
     ++count;
-    bytes += t->nbytes;
+    bytes += t.nbytes;
   }
   json types = json::object();
   for (const auto& [name, cb] : by_type) types[name] = {{"count", cb.first}, {"bytes", cb.second}};
   return {{"count", tensors.size()}, {"bytes", total}, {"by_type", types}};
 }
 
-json gguf_tokenizer_json(const GgufFile& g, const ModelHParams& hp) {
-  json tok = {{"kind", g.get_string("tokenizer.ggml.model").value_or("")}, {"vocab_size", hp.vocab_size}};
+json gguf_tokenizer_json(const GgufFile& g) {
+  json tok = {{"kind", g.get_string("tokenizer.ggml.model").value_or("")},
+              {"vocab_size", g.array_length("tokenizer.ggml.tokens").value_or(0)}};
   if (auto pre = g.get_string("tokenizer.ggml.pre")) tok["pre"] = *pre;
   json special = json::object();
   for (const auto& [label, key] : {std::pair{"bos", "tokenizer.ggml.bos_token_id"},
@@ -94,7 +56,7 @@ json gguf_tokenizer_json(const GgufFile& g, const ModelHParams& hp) {
 // Hugging Face folders: what tokenizer.json / tokenizer_config.json say, read leniently
 // (inspect reports; the tokenizer itself validates).
 json hf_tokenizer_json(const ModelFile& model) {
-  json tok = {{"kind", ""}, {"vocab_size", model.hparams().vocab_size}, {"special_tokens", json::object()}};
+  json tok = {{"kind", ""}, {"vocab_size", 0}, {"special_tokens", json::object()}};
   auto read = [](const std::string& path) -> json {
     if (path.empty()) return nullptr;
     std::ifstream in(path);
@@ -106,6 +68,16 @@ json hf_tokenizer_json(const ModelFile& model) {
     std::string type = tj["model"]["type"].get<std::string>();
     for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     tok["kind"] = type;
+  }
+  if (tj.is_object() && tj.contains("model") && tj["model"].is_object() && tj["model"].contains("vocab") &&
+      tj["model"]["vocab"].is_object()) {
+    size_t n = tj["model"]["vocab"].size();
+    if (tj.contains("added_tokens") && tj["added_tokens"].is_array()) {
+      for (const auto& t : tj["added_tokens"])
+        if (t.is_object() && t.contains("id") && t["id"].is_number_unsigned())
+          n = std::max(n, t["id"].get<size_t>() + 1);
+    }
+    tok["vocab_size"] = n;
   }
   const json cfg = read(model.tokenizer_config_path());
   std::string tmpl;
@@ -120,18 +92,16 @@ json hf_tokenizer_json(const ModelFile& model) {
 }  // namespace
 
 json inspect_model(const ModelFile& model) {
-  const ModelHParams& hp = model.hparams();
   json j = {
       {"source", model.source()},
       {"format", model.kind() == ModelFile::Kind::gguf ? "gguf" : "safetensors"},
-      {"architecture", hp.arch},
-      {"name", hp.name},
-      {"hparams", hparams_json(hp)},
+      {"architecture", std::string(model.architecture())},
+      {"name", model.name()},
       {"tensors", tensors_json(model)},
   };
   if (const auto& g = model.gguf()) {
     j["gguf"] = {{"version", g->version()}, {"alignment", g->alignment()}, {"metadata_count", g->metadata().size()}};
-    j["tokenizer"] = gguf_tokenizer_json(*g, hp);
+    j["tokenizer"] = gguf_tokenizer_json(*g);
   } else {
     j["tokenizer"] = hf_tokenizer_json(model);
   }
@@ -164,6 +134,8 @@ std::string format_inspect(const json& info) {
                              text(info["gguf"]["alignment"]), text(info["gguf"]["metadata_count"])));
   line("architecture", text(info.value("architecture", json(""))));
   if (!info.value("name", std::string()).empty()) line("name", text(info["name"]));
+  if (info.contains("arch_plugin")) line("arch plugin", text(info["arch_plugin"]));
+  if (info.contains("hparams_error")) line("hyper-parameters", text(info["hparams_error"]));
   if (info.contains("hparams")) {
     out += "hyper-parameters:\n";
     for (const auto& [k, v] : info["hparams"].items()) out += fmt::format("  {:<20}{}\n", k, text(v));

@@ -10,10 +10,13 @@
 namespace tessera {
 
 // {"source", "format" ("gguf"|"safetensors"), "architecture", "name",
-//  "hparams": {...}, "tensors": {"count", "bytes", "by_type": {"q4_1": {"count", "bytes"}, ...}},
+//  "tensors": {"count", "bytes", "by_type": {"q4_1": {"count", "bytes"}, ...}},
 //  "tokenizer": {"kind", "vocab_size", "special_tokens": {"bos": id, ...}, "add_bos",
 //                "chat_template": {"present", "name"}}}
 // GGUF files also carry "gguf": {"version", "alignment", "metadata_count"}.
+// The hyper-parameters are the architecture plugin's to read: the engine adds
+// them (engine/inspect_architecture.hpp) as "arch_plugin" and "hparams", or
+// "hparams_error"; format_inspect renders whichever is there.
 nlohmann::json inspect_model(const ModelFile& model);
 
 // Human-readable rendering of inspect_model's result.

@@ -15,18 +15,18 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   if (fd < 0) {
     const int err = errno;
     const std::string why = std::strerror(err);
-    if (err == ENOENT) return NotFound(path + ": no such file");
-    return InvalidArgument(path + ": cannot open: " + why);
+    if (err == ENOENT) return Unavailable(path + ": no such file");
+    return Unavailable(path + ": cannot open: " + why);
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const std::string why = std::strerror(errno);
     ::close(fd);
-    return InvalidArgument(path + ": cannot stat: " + why);
+    return Unavailable(path + ": cannot stat: " + why);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgument(path + ": not a regular file");
+    return Unavailable(path + ": not a regular file");
   }
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
@@ -36,7 +36,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
     if (p == MAP_FAILED) {
       const std::string why = std::strerror(errno);
       ::close(fd);
-      return InvalidArgument(path + ": cannot map: " + why);
+      return Unavailable(path + ": cannot map: " + why);
     }
     file->data_ = static_cast<const std::byte*>(p);
   }

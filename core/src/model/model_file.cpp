@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "model/gguf_hparams.hpp"
-#include "model/hf_config.hpp"
 
 namespace tessera {
 
@@ -24,16 +22,9 @@ void ModelFile::release_resident(const TensorRef& tensor) const {
   for (const auto& shard : shards_) shard->release_resident(tensor.data, tensor.nbytes);
 }
 
-const TensorRef* ModelFile::find(std::string_view name) const {
+const TensorRef* ModelFile::find(std::string_view name) const noexcept {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
-}
-
-std::vector<const TensorRef*> ModelFile::tensors() const {
-  std::vector<const TensorRef*> out;
-  out.reserve(tensors_.size());
-  for (const auto& t : tensors_) out.push_back(&t);
-  return out;
 }
 
 Status ModelFile::add(TensorRef ref) {
@@ -60,12 +51,22 @@ TensorRef ref_from_gguf(const GgufTensorInfo& t) {
 
 Result<nlohmann::json> read_json(const fs::path& path) {
   std::ifstream in(path);
-  if (!in) return NotFound(path.string() + ": cannot open");
+  if (!in) return Unavailable(path.string() + ": cannot open");
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     return CorruptData(path.string() + ": not valid JSON: " + e.what());
   }
+}
+
+// What a Hugging Face config.json says the model is: architectures[0], or
+// model_type in configs that omit the list.
+std::string hf_architecture(const nlohmann::json& config) {
+  if (auto it = config.find("architectures"); it != config.end() && it->is_array() && !it->empty() &&
+                                              (*it)[0].is_string())
+    return (*it)[0].get<std::string>();
+  if (auto it = config.find("model_type"); it != config.end() && it->is_string()) return it->get<std::string>();
+  return "";
 }
 
 }  // namespace
@@ -79,37 +80,38 @@ class ModelFileBuilder {
     m->kind_ = ModelFile::Kind::gguf;
     m->source_ = path;
     m->gguf_ = file.value();
-    auto hp = hparams_from_gguf(*m->gguf_);
-    if (!hp.ok()) return hp.status();
-    m->hparams_ = std::move(hp).value();
+    m->architecture_ = m->gguf_->architecture();
+    if (m->architecture_.empty()) return CorruptData(path + ": metadata 'general.architecture' is missing");
+    m->name_ = m->gguf_->get_string("general.name").value_or("");
+    m->metadata_ = std::make_unique<GgufMetadata>(m->gguf_);
     m->tensors_.reserve(m->gguf_->tensors().size());
     for (const auto& t : m->gguf_->tensors()) TESSERA_RETURN_IF_ERROR(m->add(ref_from_gguf(t)));
-    // Without a token list or <arch>.vocab_size the embedding's rows are the vocabulary.
-    if (const TensorRef* embd = m->find("token_embd.weight"); m->hparams_.vocab_size == 0 && embd != nullptr)
-      m->hparams_.vocab_size = embd->shape[0];
     return m;
   }
 
   static Result<std::shared_ptr<ModelFile>> safetensors(const std::string& dir) {
     const fs::path root(dir);
+    const std::string config_path = (root / "config.json").string();
     auto config = read_json(root / "config.json");
     if (!config.ok()) return config.status();
-    auto hp = hparams_from_hf_config(config.value(), (root / "config.json").string());
-    if (!hp.ok()) return hp.status();
+    if (!config->is_object()) return CorruptData(config_path + ": not a JSON object");
     auto shards = open_safetensors_checkpoint(dir);
     if (!shards.ok()) return shards.status();
 
     auto m = std::shared_ptr<ModelFile>(new ModelFile());
     m->kind_ = ModelFile::Kind::safetensors;
     m->source_ = dir;
-    m->hparams_ = std::move(hp).value();
-    if (m->hparams_.name.empty()) m->hparams_.name = root.filename().string();
+    m->architecture_ = hf_architecture(*config);
+    if (m->architecture_.empty())
+      return CorruptData(config_path + ": neither 'architectures' nor 'model_type' says what model this is");
+    m->name_ = config->value("_name_or_path", std::string());
+    if (m->name_.empty()) m->name_ = root.filename().string();
+    m->metadata_ = std::make_unique<JsonMetadata>(*config);
     m->shards_ = std::move(shards).value();
     for (const auto& shard : m->shards_) {
       for (const auto& t : shard->tensors()) {
         TensorRef r;
-        // Names outside the mapping (e.g. rotary_emb.inv_freq) keep their HF name.
-        r.name = normalize_hf_tensor_name(t.name).value_or(t.name);
+        r.name = t.name;
         r.dtype = t.dtype;
         r.format = storage_format(t.dtype);
         r.ndim = static_cast<int32_t>(t.shape.size());
@@ -119,7 +121,6 @@ class ModelFileBuilder {
         TESSERA_RETURN_IF_ERROR(m->add(std::move(r)));
       }
     }
-    if (m->find("output.weight") == nullptr) m->hparams_.tied_embeddings = true;
     std::error_code ec;
     if (fs::exists(root / "tokenizer.json", ec)) m->tokenizer_json_ = (root / "tokenizer.json").string();
     if (fs::exists(root / "tokenizer_config.json", ec))
@@ -133,49 +134,33 @@ Result<std::shared_ptr<ModelFile>> open_model(const std::string& path) {
   Result<std::shared_ptr<ModelFile>> m = Internal("unset");
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "config.json", ec))
-      return NotFound(path + ": a model folder needs config.json (Hugging Face layout)");
+      return Unavailable(path + ": a model folder needs config.json (Hugging Face layout)");
     m = ModelFileBuilder::safetensors(path);
   } else if (!fs::exists(path, ec)) {
-    return NotFound(path + ": no such file or folder");
+    return Unavailable(path + ": no such file or folder");
   } else {
     m = ModelFileBuilder::gguf(path);
   }
   if (!m.ok()) return m.status();
-  TESSERA_RETURN_IF_ERROR(validate_against_hparams(*m.value()));
+  TESSERA_RETURN_IF_ERROR(validate_tensors(*m.value()));
   return m;
 }
 
-Status validate_against_hparams(const WeightStore& store) {
-  const ModelHParams& hp = store.hparams();
+Status validate_tensors(const WeightStore& store) {
   const std::string& src = store.source();
-  for (const TensorRef* t : store.tensors()) {
-    const auto info = dtype_info(t->dtype);
-    if (t->ndim < 1 || t->ndim > kMaxDims || info.block_elems == 0)
-      return CorruptData(fmt::format("{}: tensor '{}' has an invalid shape or type", src, t->name));
-    if (t->cols() % info.block_elems != 0)
+  for (const TensorRef& t : store.tensors()) {
+    const auto info = dtype_info(t.dtype);
+    if (t.ndim < 1 || t.ndim > kMaxDims || info.block_elems == 0)
+      return CorruptData(fmt::format("{}: tensor '{}' has an invalid shape or type", src, t.name));
+    if (t.cols() % info.block_elems != 0)
       return CorruptData(fmt::format("{}: tensor '{}': row length {} is not a multiple of the {} block size {}", src,
-                                     t->name, t->cols(), dtype_name(t->dtype), info.block_elems));
-    const uint64_t expected = dtype_row_bytes(t->dtype, static_cast<uint64_t>(t->cols())) *
-                              static_cast<uint64_t>(t->rows());
-    if (expected != t->nbytes)
-      return CorruptData(fmt::format("{}: tensor '{}' holds {} bytes but its shape and type need {}", src, t->name,
-                                     t->nbytes, expected));
+                                     t.name, t.cols(), dtype_name(t.dtype), info.block_elems));
+    const uint64_t expected = dtype_row_bytes(t.dtype, static_cast<uint64_t>(t.cols())) *
+                              static_cast<uint64_t>(t.rows());
+    if (expected != t.nbytes)
+      return CorruptData(fmt::format("{}: tensor '{}' holds {} bytes but its shape and type need {}", src, t.name,
+                                     t.nbytes, expected));
   }
-  const TensorRef* embd = store.find("token_embd.weight");
-  if (embd == nullptr) return CorruptData(fmt::format("{}: tensor 'token_embd.weight' is missing", src));
-  auto check_matrix = [&](const TensorRef& t) -> Status {
-    if (t.ndim != 2)
-      return CorruptData(fmt::format("{}: tensor '{}' has {} dimensions, expected 2", src, t.name, t.ndim));
-    if (hp.vocab_size != 0 && t.shape[0] != hp.vocab_size)
-      return CorruptData(fmt::format("{}: the vocabulary has {} tokens but tensor '{}' has {} rows", src,
-                                     hp.vocab_size, t.name, t.shape[0]));
-    if (t.shape[1] != hp.embedding_length)
-      return CorruptData(fmt::format("{}: embedding_length is {} but tensor '{}' has rows of {}", src,
-                                     hp.embedding_length, t.name, t.shape[1]));
-    return Status::Ok();
-  };
-  TESSERA_RETURN_IF_ERROR(check_matrix(*embd));
-  if (const TensorRef* out = store.find("output.weight")) TESSERA_RETURN_IF_ERROR(check_matrix(*out));
   return Status::Ok();
 }
 

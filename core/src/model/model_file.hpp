@@ -1,11 +1,12 @@
 // model/model_file.hpp: the weight store: a GGUF file or a Hugging Face
 // safetensors folder presented as one tessera::WeightStore.
 //
-// Tensors appear under normalized (GGUF-style) names with row-major shapes
-// (GGUF's ne[] reversed) and a storage `format` ("f32", "f16", "bf16", "i8",
-// "i32", "u8", "ggml.q4_0", "ggml.q4_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
-// "ggml.q6_k", ...). The data stays in the memory-mapped files, which live as
-// long as the ModelFile.
+// Tensors appear under their stored names with row-major shapes (GGUF's ne[]
+// reversed) and a storage `format` ("f32", "f16", "bf16", "i8", "i32", "u8",
+// "ggml.q4_0", "ggml.q4_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
+// "ggml.q6_k", ...); the metadata as the file holds it. What the names and
+// keys mean is the architecture plugin's knowledge, not the core's. The data
+// stays in the memory-mapped files, which live as long as the ModelFile.
 #pragma once
 
 #include <map>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "model/gguf.hpp"
+#include "model/metadata.hpp"
 #include "model/safetensors.hpp"
 #include "tessera/status.hpp"
 #include "tessera/weights.hpp"
@@ -28,12 +30,18 @@ class ModelFile : public WeightStore {
  public:
   enum class Kind { gguf, safetensors };
 
-  const ModelHParams& hparams() const override { return hparams_; }
-  const TensorRef* find(std::string_view name) const override;
-  std::vector<const TensorRef*> tensors() const override;
-  const std::string& source() const override { return source_; }
+  ModelFormat format() const noexcept override {
+    return kind_ == Kind::gguf ? ModelFormat::gguf : ModelFormat::safetensors;
+  }
+  std::string_view architecture() const noexcept override { return architecture_; }
+  const Metadata& metadata() const noexcept override { return *metadata_; }
+  const TensorRef* find(std::string_view name) const noexcept override;
+  std::span<const TensorRef> tensors() const noexcept override { return tensors_; }
+  const std::string& source() const noexcept override { return source_; }
 
   Kind kind() const { return kind_; }
+  // general.name, or a Hugging Face config's _name_or_path (else the folder's name), for display.
+  const std::string& name() const { return name_; }
   // The GGUF file (tokenizer, chat template, raw metadata); nullptr for safetensors.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
   // For a safetensors folder: tokenizer.json / tokenizer_config.json paths, "" when absent.
@@ -50,7 +58,9 @@ class ModelFile : public WeightStore {
 
   Kind kind_ = Kind::gguf;
   std::string source_;
-  ModelHParams hparams_;
+  std::string architecture_;
+  std::string name_;
+  std::unique_ptr<Metadata> metadata_;
   std::vector<TensorRef> tensors_;  // file order
   std::map<std::string, size_t, std::less<>> index_;
   std::shared_ptr<const GgufFile> gguf_;
@@ -60,14 +70,14 @@ class ModelFile : public WeightStore {
 };
 
 // Opens a .gguf file or a safetensors folder (config.json + model.safetensors or
-// sharded model-*.safetensors with model.safetensors.index.json), maps the data,
-// normalizes names and hyper-parameters, and runs validate_against_hparams.
+// sharded model-*.safetensors with model.safetensors.index.json), maps the data
+// and runs validate_tensors. A file that is missing, unreadable or not a model
+// file of either kind is corrupt_data or not_found, always naming the path.
 Result<std::shared_ptr<ModelFile>> open_model(const std::string& path);
 
-// Consistency of tensors and hyper-parameters: each tensor's byte size matches
-// its shape and dtype; token_embd.weight is [vocab_size, embedding_length];
-// output.weight, when present, is [vocab_size, embedding_length]. Messages name
-// the source and both numbers.
-Status validate_against_hparams(const WeightStore& store);
+// What the formats promise, whatever the architecture: each tensor has 1 to 4
+// dimensions, rows that are whole blocks of its type, and exactly the bytes
+// its shape and type need. Messages name the source, the tensor and the numbers.
+Status validate_tensors(const WeightStore& store);
 
 }  // namespace tessera

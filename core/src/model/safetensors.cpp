@@ -179,7 +179,7 @@ namespace {
 
 Result<json> read_json_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return NotFound(path + ": cannot open");
+  if (!in) return Unavailable(path + ": cannot open");
   try {
     return json::parse(in);
   } catch (const json::parse_error& e) {
@@ -203,7 +203,7 @@ Result<std::vector<std::shared_ptr<SafetensorsFile>>> open_safetensors_checkpoin
   if (!fs::exists(index_path, ec)) {
     const fs::path single = dir / "model.safetensors";
     if (!fs::exists(single, ec))
-      return NotFound(path + ": neither model.safetensors nor model.safetensors.index.json found");
+      return Unavailable(path + ": neither model.safetensors nor model.safetensors.index.json found");
     auto f = SafetensorsFile::open(single.string());
     if (!f.ok()) return f.status();
     shards.push_back(std::move(f).value());

@@ -8,7 +8,7 @@
 #include <toml++/toml.h>
 
 #include "io/read_file.hpp"
-#include "pipeline/param_parse.hpp"
+#include "params/param_parse.hpp"
 
 namespace tessera {
 
@@ -199,9 +199,11 @@ Result<const LoadedPlugin*> choose_plugin(const std::string& section, PluginFami
   const LoadedPlugin* plugin = registry.find(family, name);
   if (plugin == nullptr) {
     auto names = registry.names(family);
-    return NotFound(fmt::format("{}: [{}] unknown {} plugin '{}'; available: {}", at, section, family_name(family),
+    const std::string why = registry.why_missing(family, name);
+    return NotFound(fmt::format("{}: [{}] unknown {} plugin '{}'; available: {}{}", at, section, family_name(family),
                                 name, names.empty() ? std::string("(none found: is TESSERA_PLUGIN_PATH set?)")
-                                                    : fmt::format("{}", fmt::join(names, ", "))));
+                                                    : fmt::format("{}", fmt::join(names, ", ")),
+                                why.empty() ? "" : "\n" + why));
   }
   return plugin;
 }

@@ -6,7 +6,7 @@
 
 #include <boost/dll/import.hpp>
 
-#include "pipeline/param_parse.hpp"
+#include "params/param_parse.hpp"
 
 namespace tessera {
 namespace {
@@ -87,6 +87,14 @@ Result<std::vector<LoadedPlugin>> load_plugin_library(const std::filesystem::pat
         "{}: built for Tessera plugin ABI {}.{}, newer than this Tessera's ABI {}.{}: it may call what this "
         "Tessera lacks; update Tessera or rebuild the plugin against this SDK",
         file.string(), descriptor->abi_major, descriptor->abi_minor, kAbiMajor, kAbiMinor));
+  // C++ objects cross the boundary: both sides must lay them out alike.
+  const std::string_view runtime = descriptor->cxx_runtime != nullptr ? descriptor->cxx_runtime : "";
+  if (runtime != TESSERA_CXX_RUNTIME)
+    return InvalidArgument(fmt::format(
+        "{}: built with the C++ standard library {}, but this Tessera was built with {}: their std::string and "
+        "std::vector differ, so it cannot be loaded; rebuild the plugin with the same standard library",
+        file.string(), runtime.empty() ? std::string("(not recorded)") : fmt::format("'{}'", runtime),
+        fmt::format("'{}'", TESSERA_CXX_RUNTIME)));
   if (descriptor->plugin_count == 0 || descriptor->plugins == nullptr)
     return CorruptData(fmt::format("{}: its descriptor lists no plugins", file.string()));
   if (descriptor->plugin_count > 256)

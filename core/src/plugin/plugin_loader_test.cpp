@@ -37,7 +37,8 @@ TEST(PluginLoader, CreatesObjectsThatWork) {
   ASSERT_TRUE(strategy.ok()) << strategy.status().message();
   std::vector<int32_t> out;
   struct NoContext : DecodingContext {
-    std::span<float> logits() noexcept override { return {}; }
+    std::span<const int32_t> proposed() const noexcept override { return {}; }
+    std::span<float> logits(size_t) noexcept override { return {}; }
     std::span<const int32_t> tokens() const noexcept override { return {}; }
     int32_t prompt_length() const noexcept override { return 0; }
     const SamplingSettings& sampling() const noexcept override { return s; }
@@ -118,7 +119,7 @@ TEST(PluginLoader, CreateChecksTheFamily) {
   PluginRegistry registry;
   ASSERT_TRUE(registry.add_file(kFixtures / "first" / "libfixture_good.so").ok());
   const LoadedPlugin* p = registry.find(PluginFamily::decoding, "fixture_fixed");
-  auto wrong = registry.create<KvCache>(*p, *default_params(*p->info));
+  auto wrong = registry.create<SequenceMemory>(*p, *default_params(*p->info));
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("not a kvcache plugin"), std::string::npos);
 }
@@ -155,6 +156,7 @@ TEST(PluginSearch, ScanningAFolderAgainAddsNothing) {
 
 TEST(PluginSearch, ScanRecordsRejectionsWithReasons) {
   PluginRegistry registry;
+  // A folder a user named that does not exist is only a warning.
   registry.scan({kFixtures / "future", kFixtures / "broken", kFixtures / "does-not-exist"});
   EXPECT_TRUE(registry.plugins().empty());
   ASSERT_EQ(registry.rejections().size(), 2u);
@@ -166,16 +168,72 @@ TEST(PluginSearch, OrderIsPipelineThenEnvironmentThenPrefixThenExecutable) {
   auto path = plugin_search_path({"/tmp/tessera-pipeline"});
   ::unsetenv("TESSERA_PLUGIN_PATH");
   ASSERT_GE(path.size(), 5u);
-  EXPECT_EQ(path[0], fs::path("/tmp/tessera-pipeline"));
-  EXPECT_EQ(path[1], fs::path("/tmp/tessera-env-a"));
-  EXPECT_EQ(path[2], fs::path("/tmp/tessera-env-b"));
-  EXPECT_EQ(path[3], fs::weakly_canonical(TESSERA_INSTALL_PLUGIN_DIR));
-  EXPECT_EQ(path.back().filename(), "plugins");
+  EXPECT_EQ(path[0].path, fs::path("/tmp/tessera-pipeline"));
+  EXPECT_EQ(path[1].path, fs::path("/tmp/tessera-env-a"));
+  EXPECT_EQ(path[2].path, fs::path("/tmp/tessera-env-b"));
+  EXPECT_EQ(path[3].path, fs::weakly_canonical(TESSERA_INSTALL_PLUGIN_DIR));
+  EXPECT_EQ(path.back().path.filename(), "plugins");
+  // Folders a user named may be typos worth a warning; the built-in ones may simply be absent.
+  EXPECT_TRUE(path[0].named_by_user && path[1].named_by_user && path[2].named_by_user);
+  EXPECT_FALSE(path[3].named_by_user || path.back().named_by_user);
 }
 
 TEST(PluginSearch, DuplicateFoldersAreSearchedOnce) {
   auto path = plugin_search_path({"/tmp/x", "/tmp/x/", "/tmp/y/../x"});
-  EXPECT_EQ(std::count(path.begin(), path.end(), fs::path("/tmp/x")), 1);
+  EXPECT_EQ(std::count_if(path.begin(), path.end(), [](const PluginFolder& f) { return f.path == "/tmp/x"; }), 1);
+}
+
+// ---- ABI 3.0's checks -------------------------------------------------------
+
+TEST(PluginAbi, AnotherCxxStandardLibraryIsRefusedNamingBoth) {
+  // Built with libstdc++'s pre-C++11 std::string: every string crossing would be misread.
+  const fs::path file = kFixtures / "old_abi" / "libfixture_old_string_abi.so";
+  auto plugins = load_plugin_library(file);
+  ASSERT_FALSE(plugins.ok());
+  const std::string& m = plugins.status().message();
+  EXPECT_NE(m.find("libstdc++ (pre-C++11 ABI)"), std::string::npos) << m;
+  EXPECT_NE(m.find(TESSERA_CXX_RUNTIME), std::string::npos) << m;
+  EXPECT_NE(m.find(file.string()), std::string::npos) << m;
+}
+
+TEST(PluginAbi, ObjectsReportTheMinorTheirLibraryWasBuiltFor) {
+  PluginRegistry registry;
+  ASSERT_TRUE(registry.add_file(kFixtures / "minor0" / "libfixture_minor_0.so").ok());
+  ASSERT_TRUE(registry.add_file(kFixtures / "minor_sdk" / "libfixture_minor_sdk.so").ok());
+  const LoadedPlugin* old_one = registry.find(PluginFamily::decoding, "fixture_minor_0");
+  const LoadedPlugin* new_one = registry.find(PluginFamily::decoding, "fixture_minor_sdk");
+  ASSERT_NE(old_one, nullptr);
+  ASSERT_NE(new_one, nullptr);
+  EXPECT_EQ(old_one->abi_minor, 0u);
+  EXPECT_EQ(new_one->abi_minor, kAbiMinor);
+  auto a = registry.create<DecodingStrategy>(*old_one, ParamValues{});
+  auto b = registry.create<DecodingStrategy>(*new_one, ParamValues{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Each object answers with its own library's minor (hidden visibility: no
+  // library's copy of abi_minor() stands in for another's).
+  EXPECT_EQ((*a)->abi_minor(), 0u);
+  EXPECT_EQ((*b)->abi_minor(), kAbiMinor);
+  EXPECT_FALSE(provides(**a, 1));
+  EXPECT_TRUE(provides(**b, 1));
+}
+
+TEST(PluginAbi, AFactoryThatThrowsThroughNoexceptExitsNamingThePlugin) {
+  PluginRegistry registry;
+  ASSERT_TRUE(registry.add_file(kFixtures / "noexcept" / "libfixture_throws_noexcept.so").ok());
+  const LoadedPlugin* p = registry.find(PluginFamily::decoding, "fixture_throws_noexcept");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EXIT((void)registry.create<DecodingStrategy>(*p, ParamValues{}), ::testing::ExitedWithCode(1),
+              "decoding plugin 'fixture_throws_noexcept' .*libfixture_throws_noexcept.so.* threw 'fixture noexcept "
+              "factory exploded' out of its factory, which is declared noexcept");
+}
+
+TEST(PluginSearch, WhyMissingNamesTheRejectedFilesThatMightHaveProvidedIt) {
+  PluginRegistry registry;
+  registry.scan({kFixtures / "first", kFixtures / "future"});
+  EXPECT_EQ(registry.why_missing(PluginFamily::decoding, "fixture_fixed"), "") << "found: nothing to explain";
+  const std::string why = registry.why_missing(PluginFamily::decoding, "future");
+  EXPECT_NE(why.find("libfixture_future_abi.so"), std::string::npos) << why;
+  EXPECT_NE(why.find("ABI 99."), std::string::npos) << why;
 }
 
 }  // namespace

@@ -1,14 +1,16 @@
 #include "plugin/registry.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <set>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "pipeline/param_parse.hpp"
+#include "params/param_parse.hpp"
 
 namespace tessera {
 
@@ -23,39 +25,39 @@ std::optional<PluginFamily> parse_family(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& pipeline_paths) {
-  std::vector<fs::path> candidates(pipeline_paths.begin(), pipeline_paths.end());
+std::vector<PluginFolder> plugin_search_path(const std::vector<fs::path>& pipeline_paths) {
+  std::vector<PluginFolder> candidates(pipeline_paths.begin(), pipeline_paths.end());
   if (const char* env = std::getenv("TESSERA_PLUGIN_PATH")) {
     std::string_view rest = env;
     while (!rest.empty()) {
       const auto colon = rest.find(':');
       auto part = rest.substr(0, colon);
-      if (!part.empty()) candidates.emplace_back(part);
+      if (!part.empty()) candidates.emplace_back(fs::path(part));
       if (colon == std::string_view::npos) break;
       rest.remove_prefix(colon + 1);
     }
   }
-  candidates.emplace_back(TESSERA_INSTALL_PLUGIN_DIR);
+  candidates.emplace_back(TESSERA_INSTALL_PLUGIN_DIR, false);
   boost::system::error_code ec;
   const fs::path exe_dir = boost::dll::program_location(ec).parent_path().string();
   if (!ec) {
-    candidates.push_back(exe_dir / ".." / "lib" / "tessera" / "plugins");
-    candidates.push_back(exe_dir / "plugins");
+    candidates.emplace_back(exe_dir / ".." / "lib" / "tessera" / "plugins", false);
+    candidates.emplace_back(exe_dir / "plugins", false);
   }
-  std::vector<fs::path> out;
+  std::vector<PluginFolder> out;
   std::set<fs::path> seen;
   for (const auto& c : candidates) {
     std::error_code fec;
-    fs::path key = fs::weakly_canonical(c, fec);
-    if (fec) key = c.lexically_normal();
+    fs::path key = fs::weakly_canonical(c.path, fec);
+    if (fec) key = c.path.lexically_normal();
     if (key.has_parent_path() && key.filename().empty()) key = key.parent_path();  // drop a trailing '/'
-    if (seen.insert(key).second) out.push_back(key);
+    if (seen.insert(key).second) out.emplace_back(key, c.named_by_user);
   }
   return out;
 }
 
-void PluginRegistry::scan(const std::vector<fs::path>& folders) {
-  for (const auto& folder : folders) {
+void PluginRegistry::scan(const std::vector<PluginFolder>& folders) {
+  for (const auto& [folder, named_by_user] : folders) {
     // A folder this registry has searched before (one registry serving several
     // pipelines) holds the libraries it already loaded: not duplicates.
     std::error_code ec;
@@ -66,17 +68,27 @@ void PluginRegistry::scan(const std::vector<fs::path>& folders) {
     }
     searched_.push_back(folder);
     if (!fs::is_directory(folder, ec)) {
-      spdlog::debug("plugin search: {} is not a folder, skipped", folder.string());
+      if (named_by_user)
+        spdlog::warn("plugin folder {} {}; no plugins loaded from it", folder.string(),
+                     fs::exists(folder, ec) ? "is not a folder" : "does not exist");
+      else
+        spdlog::debug("plugin search: {} is not a folder, skipped", folder.string());
       continue;
     }
     std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(folder, ec)) {
-      if (looks_like_plugin_file(entry.path())) files.push_back(entry.path());
+    fs::directory_iterator it(folder, ec), end;
+    if (ec) {
+      spdlog::warn("plugin folder {} cannot be read: {}", folder.string(), ec.message());
+      continue;
+    }
+    for (; it != end; it.increment(ec)) {
+      if (ec) break;
+      if (looks_like_plugin_file(it->path())) files.push_back(it->path());
     }
     std::sort(files.begin(), files.end());
     for (const auto& file : files) {
       Status s = add_file(file);
-      if (!s.ok()) spdlog::debug("plugin search: rejected {}", s.message());
+      if (!s.ok()) spdlog::warn("plugin not loaded: {}", s.message());
     }
   }
 }
@@ -134,15 +146,77 @@ std::vector<std::string> PluginRegistry::names(PluginFamily family) const {
   return out;
 }
 
+std::string PluginRegistry::why_missing(PluginFamily family, std::string_view name) const {
+  if (find(family, name) != nullptr || rejections_.empty()) return "";
+  // Files whose name mentions the plugin (libtessera_kvcache_paged.so for
+  // "paged") are the likely culprits: list them first, then the others.
+  std::vector<const PluginRejection*> ordered;
+  for (const auto& r : rejections_)
+    if (r.file.filename().string().find(name) != std::string::npos) ordered.push_back(&r);
+  const size_t matching = ordered.size();
+  for (const auto& r : rejections_)
+    if (r.file.filename().string().find(name) == std::string::npos) ordered.push_back(&r);
+  constexpr size_t kShown = 4;
+  std::string out = matching > 0 ? fmt::format("plugin files that were found but not loaded (the first {} may "
+                                               "have provided it):", matching)
+                                 : std::string("plugin files that were found but not loaded:");
+  for (size_t i = 0; i < ordered.size() && i < kShown; ++i) out += fmt::format("\n  {}", ordered[i]->reason);
+  if (ordered.size() > kShown) out += fmt::format("\n  ... and {} more (`tessera plugins` lists them)", ordered.size() - kShown);
+  return out;
+}
+
+namespace {
+
+// The plugin whose factory this thread is running, for the terminate handler.
+thread_local const LoadedPlugin* t_factory_plugin = nullptr;
+std::terminate_handler g_previous_terminate = nullptr;
+
+// An exception that leaves a factory compiled noexcept reaches
+// std::terminate inside the plugin, before any catch of the core can see it.
+// What the core can still do is say which plugin did it and exit cleanly.
+[[noreturn]] void terminate_in_factory() {
+  if (const LoadedPlugin* p = t_factory_plugin) {
+    std::string what = "an unknown exception";
+    if (std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        what = fmt::format("'{}'", ex.what());
+      } catch (...) {
+      }
+    }
+    fmt::print(stderr,
+               "error: {} plugin '{}' ({}) threw {} out of its factory, which is declared noexcept, so it "
+               "cannot be caught; a factory must report failure through its `error` argument (make_plugin does)\n",
+               family_name(p->info->family), p->info->name, p->file.string(), what);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
+void install_factory_terminate_handler() {
+  static const bool installed = [] {
+    g_previous_terminate = std::set_terminate(&terminate_in_factory);
+    return true;
+  }();
+  (void)installed;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<PluginObject>> PluginRegistry::create_object(const LoadedPlugin& plugin,
                                                                   const ParamValues& params) const {
   std::string error;
   PluginObject* raw = nullptr;
-  // The factory type is noexcept, but a third-party factory may throw anyway:
-  // catch here so that a broken plugin is an error, not a crash.
-  // Calling through a pointer without noexcept keeps the unwind tables that
-  // let the catch below see such an exception.
+  // The factory type is noexcept, but a third-party factory may throw anyway.
+  // One compiled without noexcept: calling through a pointer without noexcept
+  // keeps the unwind tables that let the catch below turn it into an error.
+  // One compiled noexcept: see terminate_in_factory.
+  install_factory_terminate_handler();
   PluginObject* (*factory)(const ParamValues&, std::string*) = plugin.info->create;
+  t_factory_plugin = &plugin;
   try {
     raw = factory(params, &error);
   } catch (const std::exception& e) {
@@ -150,6 +224,7 @@ Result<std::shared_ptr<PluginObject>> PluginRegistry::create_object(const Loaded
   } catch (...) {
     error = "threw an unknown exception";
   }
+  t_factory_plugin = nullptr;
   if (raw == nullptr) {
     return Internal(fmt::format("{} plugin '{}' ({}) could not be created: {}", family_name(plugin.info->family),
                                 plugin.info->name, plugin.file.string(), error.empty() ? "no reason given" : error));

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rope.hpp"
+#include "tessera/blocks/rope.hpp"
 
 namespace tessera::transformer {
 
@@ -25,73 +25,27 @@ Status check_range(const std::string& source, const char* what, int64_t value, i
 
 }  // namespace
 
-const std::vector<std::string>& supported_architectures() {
-  static const std::vector<std::string> archs = {"llama", "mistral", "qwen2", "smollm"};
-  return archs;
-}
-
-std::string shape_string(const TensorRef& t) {
-  std::string s = "[";
-  for (int i = 0; i < t.ndim; ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(t.shape[i]);
-  }
-  return s + "]";
-}
-
-namespace {
-
-std::string dims_string(std::initializer_list<int64_t> shape) {
-  std::string s = "[";
-  bool first = true;
-  for (int64_t d : shape) {
-    if (!first) s += ", ";
-    s += std::to_string(d);
-    first = false;
-  }
-  return s + "]";
-}
-
-Status check_shape(const WeightStore& weights, const TensorRef& t,
-                   std::initializer_list<int64_t> shape) {
-  bool same = t.ndim == static_cast<int32_t>(shape.size());
-  int i = 0;
-  for (int64_t d : shape) {
-    if (!same) break;
-    same = t.shape[i++] == d;
-  }
-  if (same) return Status::Ok();
-  return InvalidArgument(weights.source() + ": tensor " + t.name + " has shape " + shape_string(t) +
-                         " but the hyper-parameters imply " + dims_string(shape));
-}
-
-}  // namespace
-
-Status expect_tensor(const WeightStore& weights, const std::string& name,
-                     std::initializer_list<int64_t> shape) {
-  const TensorRef* t = weights.find(name);
-  if (t == nullptr)
-    return NotFound(weights.source() + ": tensor " + name + " is missing (expected shape " +
-                    dims_string(shape) + ")");
-  return check_shape(weights, *t, shape);
-}
-
-Status expect_optional_tensor(const WeightStore& weights, const std::string& name,
-                              std::initializer_list<int64_t> shape) {
-  const TensorRef* t = weights.find(name);
-  return t == nullptr ? Status::Ok() : check_shape(weights, *t, shape);
+blocks::RopeConfig ModelConfig::rope() const {
+  blocks::RopeConfig c;
+  c.head_dim = static_cast<int32_t>(head_dim);
+  c.freq_base = hparams.rope_freq_base;
+  c.style = hparams.rope_style;
+  c.scaling = hparams.rope_scaling;
+  c.scaling_factor = hparams.rope_scaling_factor;
+  c.original_context = hparams.rope_original_context;
+  c.low_freq_factor = hparams.rope_low_freq_factor;
+  c.high_freq_factor = hparams.rope_high_freq_factor;
+  return c;
 }
 
 Result<ModelConfig> resolve_config(const WeightStore& weights) {
   const std::string& src = weights.source();
   ModelConfig c;
-  c.hparams = weights.hparams();
-  ModelHParams& hp = c.hparams;
-
-  const auto& archs = supported_architectures();
-  if (std::find(archs.begin(), archs.end(), hp.arch) == archs.end())
-    return Unsupported(src + ": architecture '" + hp.arch +
-                       "' is not served by the transformer plugin (it serves llama, mistral, qwen2, smollm)");
+  auto read = read_llama_hparams(weights, c.notes);
+  if (!read.ok()) return read.status();
+  c.hparams = std::move(read).value();
+  c.names = TensorNames(weights.format());
+  LlamaHParams& hp = c.hparams;
 
   TESSERA_RETURN_IF_ERROR(check_range(src, "embedding_length", hp.embedding_length, kMaxWidth));
   TESSERA_RETURN_IF_ERROR(check_range(src, "block_count", hp.block_count, kMaxLayers));
@@ -118,14 +72,11 @@ Result<ModelConfig> resolve_config(const WeightStore& weights) {
 
   if (hp.vocab_size == 0) {
     // GGUF llama files often omit vocab_size; the embedding's row count is the truth.
-    if (const TensorRef* embd = weights.find("token_embd.weight"); embd != nullptr && embd->ndim == 2)
+    if (const TensorRef* embd = weights.find(c.names.global("token_embd.weight")); embd != nullptr && embd->ndim == 2)
       hp.vocab_size = embd->shape[0];
   }
   TESSERA_RETURN_IF_ERROR(check_range(src, "vocab_size", hp.vocab_size, kMaxVocab));
 
-  const std::string rope_error =
-      validate_rope(RopeConfig::from_hparams(hp, static_cast<int32_t>(hp.head_dim)));
-  if (!rope_error.empty()) return Unsupported(src + ": " + rope_error);
 
   c.n_embd = hp.embedding_length;
   c.n_layer = hp.block_count;
@@ -135,6 +86,8 @@ Result<ModelConfig> resolve_config(const WeightStore& weights) {
   c.n_ff = hp.feed_forward_length;
   c.vocab = hp.vocab_size;
   c.max_context = hp.context_length;
+  const std::string rope_error = blocks::validate_rope(c.rope());
+  if (!rope_error.empty()) return Unsupported(src + ": " + rope_error);
   return c;
 }
 

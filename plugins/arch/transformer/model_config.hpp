@@ -6,16 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "llama_hparams.hpp"
+#include "tensor_names.hpp"
+#include "tessera/blocks/rope.hpp"
 #include "tessera/status.hpp"
 #include "tessera/weights.hpp"
 
 namespace tessera::transformer {
 
-// general.architecture values this plugin serves.
-const std::vector<std::string>& supported_architectures();
-
 struct ModelConfig {
-  ModelHParams hparams;    // as given, with head_dim and vocab_size filled in
+  LlamaHParams hparams;    // as read, with head_dim and vocab_size filled in
+  TensorNames names{ModelFormat::gguf};
+  std::vector<std::string> notes;  // for the user: a context capped at the sliding window
   int64_t n_embd = 0;      // d_model
   int64_t n_layer = 0;
   int64_t n_head = 0;
@@ -27,6 +29,7 @@ struct ModelConfig {
 
   int64_t q_dim() const { return n_head * head_dim; }      // width of Q and of the attention output
   int64_t kv_dim() const { return n_kv_head * head_dim; }  // width of K and V
+  blocks::RopeConfig rope() const;
 };
 
 // Checks the hyper-parameters of `weights` (positive, within sane bounds, heads
@@ -34,16 +37,5 @@ struct ModelConfig {
 // = n_embd / n_head when absent, vocab_size from token_embd.weight when absent.
 // Errors name the source file and the offending value.
 Result<ModelConfig> resolve_config(const WeightStore& weights);
-
-// "[576, 64]"
-std::string shape_string(const TensorRef& t);
-
-// ok when `name` exists with exactly `shape`; else not_found / invalid_argument
-// naming the file, the tensor, the expected and the actual shape.
-Status expect_tensor(const WeightStore& weights, const std::string& name,
-                     std::initializer_list<int64_t> shape);
-// Like expect_tensor, but a missing tensor is fine (optional biases, untied output).
-Status expect_optional_tensor(const WeightStore& weights, const std::string& name,
-                              std::initializer_list<int64_t> shape);
 
 }  // namespace tessera::transformer

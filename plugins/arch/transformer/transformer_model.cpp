@@ -6,10 +6,16 @@
 #include <string>
 #include <utility>
 
-#include "shared_input.hpp"
-#include "transformer_ops.hpp"
+#include "tessera/blocks/elementwise.hpp"
+#include "tessera/blocks/shared_input.hpp"
 
 namespace tessera::transformer {
+
+using blocks::add_inplace;
+using blocks::forward_shared_input;
+using blocks::LinearOutput;
+using blocks::rms_norm_rows;
+using blocks::swiglu_inplace;
 
 namespace {
 
@@ -23,41 +29,33 @@ void copy_row(const float* src, float* dst, int64_t width) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> build_transformer(ModelBuilder& builder) noexcept {
-  try {
+  return guard([&]() -> Result<std::unique_ptr<Model>> {
     auto config = resolve_config(builder.weights());
     if (!config.ok()) return config.status();
+    for (const std::string& note : config->notes) builder.warn(note);
     auto weights = load_weights(builder, config.value());
     if (!weights.ok()) return weights.status();
-    std::unique_ptr<Model> model = std::make_unique<TransformerModel>(
-        std::move(config).value(), std::move(weights).value(), builder.attention());
+    auto attention = builder.attention();
+    if (!attention.ok()) return attention.status();
+    std::unique_ptr<Model> model =
+        std::make_unique<TransformerModel>(std::move(config).value(), std::move(weights).value(), **attention);
     return model;
-  } catch (const std::exception& e) {
-    return Internal(std::string("transformer: building the model failed: ") + e.what());
-  } catch (...) {
-    return Internal("transformer: building the model failed: unknown exception");
-  }
+  });
 }
 
 TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, AttentionKernel& attention)
     : config_(std::move(config)),
       weights_(std::move(weights)),
       attention_(attention),
-      rope_(RopeConfig::from_hparams(config_.hparams, static_cast<int32_t>(config_.head_dim)),
-            config_.max_context) {
+      memory_(static_cast<size_t>(config_.n_layer),
+              LayerMemorySpec::attention(static_cast<int32_t>(config_.n_kv_head),
+                                         static_cast<int32_t>(config_.head_dim))),
+      rope_(config_.rope(), config_.max_context) {
   rope_.ensure(std::min(config_.max_context, kInitialRopePositions));
 }
 
-SequenceStateSpec TransformerModel::state_spec() const {
-  SequenceStateSpec spec;
-  spec.n_layer = static_cast<int32_t>(config_.n_layer);
-  spec.n_kv_head = static_cast<int32_t>(config_.n_kv_head);
-  spec.head_dim = static_cast<int32_t>(config_.head_dim);
-  spec.max_context = config_.max_context;
-  return spec;
-}
-
-Status TransformerModel::forward(const Batch& batch, KvCache& cache, float* logits) noexcept {
-  return guard([&] { return run(batch, cache, logits); });
+Status TransformerModel::forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept {
+  return guard([&] { return run(batch, memory, logits); });
 }
 
 Status TransformerModel::check_view(const KvLayerView& view, int64_t layer, int32_t block_size) const {
@@ -96,12 +94,12 @@ void TransformerModel::write_kv(const KvLayerView& view, int64_t n_rows) {
   }
 }
 
-Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) {
-  if (logits == nullptr) return InvalidArgument("transformer: forward() needs a logits buffer");
-  const KvLayerView first_view = cache.layer(0);
+Status TransformerModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
+  if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("transformer: forward() needs a logits buffer");
+  const KvLayerView first_view = memory.layer(0);
   TESSERA_RETURN_IF_ERROR(check_view(first_view, 0, first_view.block_size));
-  const BatchLimits limits{config_.vocab, config_.max_context, first_view.block_size};
-  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, cache, limits));
+  const blocks::BatchLimits limits{config_.vocab, config_.max_context, first_view.block_size};
+  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, limits));
 
   const int64_t n_rows = plan_.n_rows();
   const int64_t d = config_.n_embd;
@@ -132,9 +130,12 @@ Status TransformerModel::run(const Batch& batch, KvCache& cache, float* logits) 
     const LinearOutput qkv[] = {{lw.attn_q.get(), q}, {lw.attn_k.get(), k}, {lw.attn_v.get(), v}};
     TESSERA_RETURN_IF_ERROR(forward_shared_input(qkv, normed, n));
     apply_rope(n);
-    const KvLayerView view = cache.layer(static_cast<int32_t>(l));
+    const KvLayerView view = memory.layer(static_cast<int32_t>(l));
     TESSERA_RETURN_IF_ERROR(check_view(view, l, first_view.block_size));
     write_kv(view, n);
+    // A step of prompt chunks none of which ends its prompt wants no logits:
+    // the last layer's K/V are written, and nothing after them is needed.
+    if (l == n_layer - 1 && plan_.logit_rows.empty()) return Status::Ok();
 
     AttentionArgs args;
     args.q = q;

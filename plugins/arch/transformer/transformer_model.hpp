@@ -9,12 +9,13 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
-#include "batch_plan.hpp"
 #include "model_config.hpp"
-#include "rope.hpp"
 #include "scratch.hpp"
 #include "tessera/architecture.hpp"
+#include "tessera/blocks/batch_plan.hpp"
+#include "tessera/blocks/rope.hpp"
 #include "transformer_weights.hpp"
 
 namespace tessera::transformer {
@@ -28,13 +29,13 @@ class TransformerModel final : public Model {
  public:
   TransformerModel(ModelConfig config, TransformerWeights weights, AttentionKernel& attention);
 
-  const ModelHParams& hparams() const override { return config_.hparams; }
-  SequenceStateSpec state_spec() const override;
-  Status forward(const Batch& batch, KvCache& cache, float* logits) noexcept override;
-  uint64_t weight_bytes() const override { return weights_.weight_bytes; }
+  int64_t vocab_size() const noexcept override { return config_.vocab; }
+  SequenceStateSpec state_spec() const noexcept override { return {config_.max_context, memory_}; }
+  Status forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept override;
+  uint64_t weight_bytes() const noexcept override { return weights_.weight_bytes; }
 
  private:
-  Status run(const Batch& batch, KvCache& cache, float* logits);
+  Status run(const Batch& batch, SequenceMemory& memory, float* logits);
   Status check_view(const KvLayerView& view, int64_t layer, int32_t block_size) const;
   void apply_rope(int64_t n_rows);
   void write_kv(const KvLayerView& view, int64_t n_rows);
@@ -42,8 +43,9 @@ class TransformerModel final : public Model {
   ModelConfig config_;
   TransformerWeights weights_;
   AttentionKernel& attention_;
-  RopeTable rope_;
-  BatchPlan plan_;
+  std::vector<LayerMemorySpec> memory_;  // [n_layer]: K and V per token, every layer
+  blocks::RopeTable rope_;
+  blocks::BatchPlan plan_;
   Scratch scratch_;
 };
 

@@ -1,4 +1,5 @@
 // transformer_plugin.cpp: the library's single entry: the "transformer" architecture.
+#include "llama_hparams.hpp"
 #include "model_config.hpp"
 #include "tessera/architecture.hpp"
 #include "tessera/plugin.hpp"
@@ -9,10 +10,16 @@ namespace tessera::transformer {
 class TransformerArchitecture final : public Architecture {
  public:
   explicit TransformerArchitecture(const ParamValues& /*params*/) {}
-  std::vector<std::string> supported() const override { return supported_architectures(); }
-  Result<std::unique_ptr<Model>> build(ModelBuilder& builder) noexcept override {
-    return build_transformer(builder);
+  std::span<const std::string_view> supported() const noexcept override { return supported_architectures(); }
+  Status describe(const WeightStore& weights, std::vector<HyperParameter>& out) const noexcept override {
+    return guard([&]() -> Status {
+      auto config = resolve_config(weights);
+      if (!config.ok()) return config.status();
+      out = describe_llama_hparams(config->hparams);
+      return Status::Ok();
+    });
   }
+  Result<std::unique_ptr<Model>> build(ModelBuilder& builder) noexcept override { return build_transformer(builder); }
 };
 
 }  // namespace tessera::transformer
@@ -21,14 +28,13 @@ const tessera::PluginLibrary* tessera_transformer_entry() {
   static const tessera::PluginInfo plugins[] = {{
       tessera::PluginFamily::architecture,
       "transformer",
-      "0.1.0",
-      "Llama-family decoder: llama, mistral, qwen2, smollm (RMSNorm, RoPE, GQA, SwiGLU)",
+      "0.2.0",
+      "Llama-family decoder: llama, mistral, qwen2, smollm (RMSNorm, RoPE, GQA, SwiGLU), GGUF and Hugging Face",
       nullptr,
       0,
       &tessera::make_plugin<tessera::transformer::TransformerArchitecture>,
   }};
-  static const tessera::PluginLibrary library{tessera::kAbiMajor, tessera::kAbiMinor, plugins,
-                                              std::size(plugins)};
+  static const tessera::PluginLibrary library = tessera::plugin_library(plugins);
   return &library;
 }
 TESSERA_PLUGIN_ENTRY(tessera_transformer_entry)

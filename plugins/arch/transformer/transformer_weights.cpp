@@ -2,19 +2,21 @@
 
 #include <string>
 
+#include "tessera/blocks/tensor_checks.hpp"
+
 namespace tessera::transformer {
+
+using blocks::expect_optional_tensor;
+using blocks::expect_tensor;
 
 namespace {
 
-std::string blk(int64_t layer, const char* tensor) {
-  return "blk." + std::to_string(layer) + "." + tensor;
-}
-
 Status check_all_shapes(const WeightStore& w, const ModelConfig& c) {
   const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim(), ff = c.n_ff;
-  TESSERA_RETURN_IF_ERROR(expect_tensor(w, "token_embd.weight", {c.vocab, d}));
-  TESSERA_RETURN_IF_ERROR(expect_tensor(w, "output_norm.weight", {d}));
-  TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, "output.weight", {c.vocab, d}));
+  const auto blk = [&](int64_t layer, const char* tensor) { return c.names.layer(layer, tensor); };
+  TESSERA_RETURN_IF_ERROR(expect_tensor(w, c.names.global("token_embd.weight"), {c.vocab, d}));
+  TESSERA_RETURN_IF_ERROR(expect_tensor(w, c.names.global("output_norm.weight"), {d}));
+  TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, c.names.global("output.weight"), {c.vocab, d}));
   for (int64_t l = 0; l < c.n_layer; ++l) {
     TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_norm.weight"), {d}));
     TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "attn_q.weight"), {q, d}));
@@ -64,8 +66,9 @@ Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig
   const WeightStore& w = builder.weights();
   TESSERA_RETURN_IF_ERROR(check_all_shapes(w, c));
 
+  const auto blk = [&](int64_t layer, const char* tensor) { return c.names.layer(layer, tensor); };
   TransformerWeights tw;
-  auto embd = EmbeddingTable::create(builder, *w.find("token_embd.weight"));
+  auto embd = blocks::EmbeddingTable::create(builder, *w.find(c.names.global("token_embd.weight")));
   if (!embd.ok()) return embd.status();
   tw.token_embd = std::move(embd).value();
   tw.layers.resize(static_cast<size_t>(c.n_layer));
@@ -83,9 +86,9 @@ Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig
     TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "ffn_up.weight"), {}, ff, d, lw.ffn_up, bytes));
     TESSERA_RETURN_IF_ERROR(make_linear(builder, blk(l, "ffn_down.weight"), {}, d, ff, lw.ffn_down, bytes));
   }
-  TESSERA_RETURN_IF_ERROR(load_vector(builder, "output_norm.weight", d, tw.output_norm));
-  tw.tied_output = w.find("output.weight") == nullptr;
-  const std::string output_name = tw.tied_output ? "token_embd.weight" : "output.weight";
+  TESSERA_RETURN_IF_ERROR(load_vector(builder, c.names.global("output_norm.weight"), d, tw.output_norm));
+  tw.tied_output = w.find(c.names.global("output.weight")) == nullptr;
+  const std::string output_name = c.names.global(tw.tied_output ? "token_embd.weight" : "output.weight");
   TESSERA_RETURN_IF_ERROR(make_linear(builder, output_name, {}, c.vocab, d, tw.output, bytes));
   return tw;
 }

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "embedding_table.hpp"
 #include "model_config.hpp"
 #include "tessera/architecture.hpp"
+#include "tessera/blocks/embedding_table.hpp"
 
 namespace tessera::transformer {
 
@@ -25,7 +25,7 @@ struct LayerWeights {
 };
 
 struct TransformerWeights {
-  EmbeddingTable token_embd;              // [vocab, n_embd], read by rows
+  blocks::EmbeddingTable token_embd;             // [vocab, n_embd], read by rows
   std::vector<LayerWeights> layers;       // [n_layer]
   std::vector<float> output_norm;         // [n_embd]
   std::unique_ptr<Linear> output;         // [vocab, n_embd]: output.weight, or token_embd.weight when tied
@@ -35,7 +35,9 @@ struct TransformerWeights {
 
 // Checks every tensor's presence and shape first (so a bad file fails before any
 // kernel is made), then builds the Linears and dequantizes the norms.
-// The output matrix is output.weight when the file has it, else token_embd.weight.
+// The output matrix is output.weight when the file has it, else token_embd.weight
+// (by the file's own names: lm_head.weight, model.embed_tokens.weight in a
+// Hugging Face checkpoint).
 Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig& config);
 
 }  // namespace tessera::transformer

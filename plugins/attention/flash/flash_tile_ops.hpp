@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "tessera/kv_cache.hpp"
+#include "tessera/sequence_memory.hpp"
 
 namespace tessera::plugins::flash {
 

@@ -23,7 +23,7 @@ constexpr PluginInfo kFlashInfo{
 }  // namespace
 
 const PluginLibrary* flash_attention_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kFlashInfo, 1};
+  static const PluginLibrary library = plugin_library({&kFlashInfo, 1});
   return &library;
 }
 

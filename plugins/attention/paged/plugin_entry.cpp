@@ -24,7 +24,7 @@ constexpr PluginInfo kPagedInfo{
 }  // namespace
 
 const PluginLibrary* paged_attention_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kPagedInfo, 1};
+  static const PluginLibrary library = plugin_library({&kPagedInfo, 1});
   return &library;
 }
 

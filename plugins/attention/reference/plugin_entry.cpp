@@ -18,7 +18,7 @@ constexpr PluginInfo kReferenceInfo{
 }  // namespace
 
 const PluginLibrary* reference_attention_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kReferenceInfo, 1};
+  static const PluginLibrary library = plugin_library({&kReferenceInfo, 1});
   return &library;
 }
 

@@ -11,6 +11,8 @@ class GreedyStrategy final : public DecodingStrategy {
  public:
   explicit GreedyStrategy(const ParamValues& /*params: none*/) {}
   Status step(DecodingContext& ctx, std::vector<int32_t>& out) noexcept override;
+  // A point mass on the argmax.
+  Status distribution(DecodingContext& ctx, std::span<float> probs) noexcept override;
 };
 
 }  // namespace tessera::plugins

@@ -18,7 +18,7 @@ constexpr PluginInfo kGreedyInfo{
 }  // namespace
 
 const PluginLibrary* greedy_decoding_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kGreedyInfo, 1};
+  static const PluginLibrary library = plugin_library({&kGreedyInfo, 1});
   return &library;
 }
 

@@ -18,7 +18,7 @@ constexpr PluginInfo kSamplingInfo{
 }  // namespace
 
 const PluginLibrary* sampling_decoding_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kSamplingInfo, 1};
+  static const PluginLibrary library = plugin_library({&kSamplingInfo, 1});
   return &library;
 }
 

@@ -13,6 +13,9 @@ class SamplingStrategy final : public DecodingStrategy {
  public:
   explicit SamplingStrategy(const ParamValues& /*params: none; settings come per request*/) {}
   Status step(DecodingContext& ctx, std::vector<int32_t>& out) noexcept override;
+  // The distribution step() draws from: the shaped candidates' probabilities,
+  // zero elsewhere; a point mass on the argmax at temperature 0.
+  Status distribution(DecodingContext& ctx, std::span<float> probs) noexcept override;
 };
 
 // Settings outside their domain (negative temperature, top_p of 0, ...) are a

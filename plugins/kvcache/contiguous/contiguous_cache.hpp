@@ -1,13 +1,16 @@
-// Contiguous KV cache: one block per sequence, the block as long as the context.
+// Contiguous memory: one block per sequence, the block as long as the context.
 //
 // Every sequence owns one slot of the pool for its whole life, sized for the
 // maximum context, so no bookkeeping is needed while it grows. The price is
 // memory: a sequence of 10 tokens holds a block for max_context tokens, and
 // stats() reports that waste honestly (bytes_allocated vs bytes_live).
 //
-// Pool layout per layer (K and V alike), f32, as kv_cache.hpp prescribes:
+// Pool layout per attention layer (K and V alike), as sequence_memory.hpp
+// prescribes:
 //   k[max_sequences][max_context][n_kv_head][head_dim]
-// A sequence's block table is the single entry {its slot}.
+// A sequence's block table is the single entry {its slot}. Recurrent layers'
+// state lives in state slots: one per sequence, plus `checkpoints` more for
+// saved states.
 #pragma once
 
 #include <cstdint>
@@ -15,15 +18,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tessera/kv_cache.hpp"
+#include "checkpoints.hpp"
+#include "memory_layout.hpp"
+#include "recurrent_states.hpp"
 #include "tessera/params.hpp"
+#include "tessera/sequence_memory.hpp"
 
 namespace tessera::plugins {
 
-class ContiguousKvCache final : public KvCache {
+class ContiguousKvCache final : public SequenceMemory {
  public:
   // Parameters: max_sequences (>= 1), max_context (0 = the model's), memory
-  // (byte cap on the pools, 0 = none). See kContiguousParams in the entry.
+  // (byte cap on the pools, 0 = none), dtype, checkpoints. See
+  // kContiguousParams in the entry.
   explicit ContiguousKvCache(const ParamValues& params);
 
   Status configure(const SequenceStateSpec& spec) noexcept override;
@@ -35,14 +42,21 @@ class ContiguousKvCache final : public KvCache {
   int32_t length(SeqId seq) const noexcept override;
   std::span<const int32_t> block_table(SeqId seq) const noexcept override;
   KvLayerView layer(int32_t layer) noexcept override;
-  KvStats stats() const noexcept override;
+  RecurrentStateView state(SeqId seq, int32_t layer) noexcept override;
+  int64_t max_sequence_tokens() const noexcept override { return configured_ ? context_ : 0; }
+  bool can_hold(std::span<const MemoryDemand> demands) const noexcept override;
+  MemoryStats stats() const noexcept override;
+  Result<CheckpointId> checkpoint(SeqId seq) noexcept override;
+  Status restore(SeqId seq, CheckpointId checkpoint) noexcept override;
+  void drop_checkpoint(SeqId seq, CheckpointId checkpoint) noexcept override;
 
   int32_t context() const { return context_; }
 
  private:
   struct Sequence {
-    int32_t slot = 0;  // the block table: one entry, the sequence's block
+    int32_t slot = 0;         // the block table: one entry, the sequence's block
     int32_t length = 0;
+    int32_t state_slot = -1;  // its recurrent state (-1: the model has none)
   };
 
   Sequence* find(SeqId seq);
@@ -56,14 +70,17 @@ class ContiguousKvCache final : public KvCache {
   int64_t requested_context_ = 0;  // 0 = the model's
   int64_t memory_cap_ = 0;         // 0 = no cap
   DType dtype_ = DType::f32;       // of every K and V element
+  int64_t checkpoint_slots_ = 0;   // recurrent state slots beyond one per sequence
 
   // Set by configure().
   bool configured_ = false;
-  SequenceStateSpec spec_{};
+  memory::MemoryLayout layout_;
   int32_t context_ = 0;                  // block_size = tokens per sequence
-  std::vector<HostBuffer> k_pools_;      // [n_layer] of [max_sequences, context, n_kv_head, head_dim]
+  std::vector<HostBuffer> k_pools_;      // [n_attention_layers] of [max_sequences, context, n_kv_head, head_dim]
   std::vector<HostBuffer> v_pools_;      // same
   std::vector<bool> slot_used_;          // [max_sequences]
+  memory::RecurrentStates states_;
+  memory::CheckpointTable checkpoints_;
   std::unordered_map<SeqId, Sequence> sequences_;  // node-stable: block_table spans stay valid
   SeqId next_id_ = 0;
 };

@@ -5,9 +5,10 @@
 #include <memory>
 
 #include "contiguous_cache.hpp"
-#include "plugin_loading.hpp"
 #include "kv_tagged_rows.hpp"
+#include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
+#include "state_specs.hpp"
 
 namespace tessera::plugins {
 const PluginLibrary* contiguous_kvcache_entry();
@@ -18,12 +19,8 @@ namespace {
 
 // 2 layers, 2 KV heads of 4 floats: 2 * 2 * 2 * 4 * 4 = 128 bytes per token.
 SequenceStateSpec small_spec() {
-  SequenceStateSpec spec;
-  spec.n_layer = 2;
-  spec.n_kv_head = 2;
-  spec.head_dim = 4;
-  spec.max_context = 8;
-  return spec;
+  static const test::OwnedStateSpec owned = test::attention_spec(2, 2, 4, 8);
+  return owned.spec();
 }
 
 ParamValues params(int64_t max_sequences, int64_t max_context = 0, int64_t memory = 0, const char* dtype = "f32") {
@@ -55,7 +52,7 @@ TEST(ContiguousKvCache, EntryDescribesThePluginAndItsFactoryWorks) {
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
   ASSERT_NE(object, nullptr) << error;
-  auto* cache = static_cast<KvCache*>(object.get());
+  auto* cache = static_cast<SequenceMemory*>(object.get());
   ASSERT_TRUE(cache->configure(small_spec()).ok());
   // Defaults: one sequence, the model's whole context.
   EXPECT_EQ(cache->layer(0).block_size, 8);
@@ -185,7 +182,7 @@ TEST(ContiguousKvCache, StatsReportTheWholeBlockAsAllocatedButOnlyTokensAsLive) 
   auto cache = configured(3);  // context 8, 128 bytes per token, block 1024 bytes
   const uint64_t token_bytes = small_spec().kv_bytes_per_token();
   ASSERT_EQ(token_bytes, 128u);
-  KvStats empty = cache->stats();
+  MemoryStats empty = cache->stats();
   EXPECT_EQ(empty.blocks_total, 3);
   EXPECT_EQ(empty.blocks_used, 0);
   EXPECT_EQ(empty.bytes_allocated, 0u);
@@ -197,7 +194,7 @@ TEST(ContiguousKvCache, StatsReportTheWholeBlockAsAllocatedButOnlyTokensAsLive) 
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_TRUE(cache->append_slots(*a, 2).ok());
   ASSERT_TRUE(cache->append_slots(*b, 5).ok());
-  KvStats s = cache->stats();
+  MemoryStats s = cache->stats();
   EXPECT_EQ(s.blocks_used, 2);
   EXPECT_EQ(s.bytes_allocated, 2u * 8u * 128u);
   EXPECT_EQ(s.bytes_live, 7u * 128u);
@@ -241,33 +238,25 @@ TEST(ContiguousKvCache, ConfigureRejectsBadSizes) {
     EXPECT_NE(st.message().find("exceeds the model's max_context 8"), std::string::npos) << st.message();
   }
   {
-    // 4 sequences x 8 tokens x 128 bytes = 4096 bytes; a 4095-byte cap refuses.
+    // 4 sequences x 8 tokens x 128 bytes = 4096 bytes; a 4095-byte cap refuses
+    // (a configuration mistake, as with the paged cache).
     ContiguousKvCache refuse(params(4, 0, 4095));
     const Status st = refuse.configure(small_spec());
-    EXPECT_EQ(st.code(), StatusCode::out_of_memory);
+    EXPECT_EQ(st.code(), StatusCode::invalid_argument);
     EXPECT_NE(st.message().find("4096"), std::string::npos) << st.message();
     ContiguousKvCache fits(params(4, 0, 4096));
     EXPECT_TRUE(fits.configure(small_spec()).ok());
   }
   {
     // Sizes whose product overflows 64 bits are refused before any allocation.
-    SequenceStateSpec huge = small_spec();
-    huge.n_layer = 1 << 30;
-    huge.max_context = 2147483647;
+    const test::OwnedStateSpec huge = test::attention_spec(1 << 16, 1 << 14, 1 << 14, 2147483647);
     ContiguousKvCache cache(params(2147483647));
-    EXPECT_EQ(cache.configure(huge).code(), StatusCode::out_of_memory);
+    EXPECT_EQ(cache.configure(huge.spec()).code(), StatusCode::invalid_argument);
   }
   {
-    SequenceStateSpec no_kv = small_spec();
-    no_kv.n_kv_head = 0;
+    const test::OwnedStateSpec no_kv = test::attention_spec(2, 0, 4, 8);
     ContiguousKvCache cache(params(1));
-    EXPECT_EQ(cache.configure(no_kv).code(), StatusCode::invalid_argument);
-  }
-  {
-    SequenceStateSpec mamba = small_spec();
-    mamba.fixed_bytes_per_sequence = 4096;
-    ContiguousKvCache cache(params(1));
-    EXPECT_EQ(cache.configure(mamba).code(), StatusCode::unsupported);
+    EXPECT_EQ(cache.configure(no_kv.spec()).code(), StatusCode::invalid_argument);
   }
   {
     ContiguousKvCache cache(params(1));

@@ -13,13 +13,15 @@ constexpr ParamSpec kContiguousParams[] = {
     param_bytes("memory", "0", 0, 4.0e18,
                 "cap on the KV pools (max_sequences * max_context * KV bytes per token); 0 = no cap"),
     param_string("dtype", "\"f32\"", "f32|f16", "element type of K and V; f16 halves the memory and the bytes attention reads"),
+    param_int("checkpoints", "0", 0, 2147483647.0,
+              "recurrent models: saved states held at once (rollback of rejected draft tokens); 0 = max_sequences"),
 };
 
 constexpr PluginInfo kContiguousInfo{
     PluginFamily::kvcache,
     "contiguous",
-    "0.1.0",
-    "one block of max_context tokens per sequence, reserved up front; fork copies",
+    "0.2.0",
+    "one block of max_context tokens per sequence, reserved up front; recurrent states; fork copies",
     kContiguousParams,
     std::size(kContiguousParams),
     &make_plugin<ContiguousKvCache>,
@@ -28,7 +30,7 @@ constexpr PluginInfo kContiguousInfo{
 }  // namespace
 
 const PluginLibrary* contiguous_kvcache_entry() {
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, &kContiguousInfo, 1};
+  static const PluginLibrary library = plugin_library({&kContiguousInfo, 1});
   return &library;
 }
 

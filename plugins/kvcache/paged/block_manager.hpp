@@ -1,6 +1,6 @@
 // BlockManager: sequences as block tables over a BlockPool (host logic only).
 //
-// It implements the bookkeeping half of the KvCache contract: sequences and
+// It implements the bookkeeping half of the SequenceMemory contract: sequences and
 // their block tables, fork (tables share blocks, reference counts +1),
 // copy-on-write of a shared, partially filled last block, truncate, release,
 // and the prefix cache (reuse_prefix / record_tokens over chained block keys).
@@ -19,7 +19,7 @@
 
 #include "block_key.hpp"
 #include "block_pool.hpp"
-#include "tessera/kv_cache.hpp"
+#include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera::plugins::paged {
@@ -46,9 +46,10 @@ class BlockManager {
   Result<SeqId> fork(SeqId seq);
   Status truncate(SeqId seq, int32_t new_length);
   int32_t length(SeqId seq) const;
+  bool contains(SeqId seq) const { return find(seq) != nullptr; }
   std::span<const int32_t> block_table(SeqId seq) const;
 
-  // Prefix cache; see kv_cache.hpp and docs/paged-kv.md.
+  // Prefix cache; see sequence_memory.hpp and docs/paged-kv.md.
   int32_t reuse_prefix(SeqId seq, std::span<const int32_t> tokens);
   void record_tokens(SeqId seq, std::span<const int32_t> tokens);
 

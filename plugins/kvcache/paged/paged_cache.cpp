@@ -40,47 +40,69 @@ PagedKvCache::PagedKvCache(const ParamValues& params)
   if (!parse_kv_dtype(dtype, &dtype_)) {
     throw std::invalid_argument("paged kvcache: dtype must be f32 or f16, got '" + dtype + "'");
   }
+  checkpoint_slots_ = params.has("checkpoints") ? params.get_int("checkpoints") : 0;
+  if (checkpoint_slots_ < 0 || checkpoint_slots_ > std::numeric_limits<int32_t>::max() - max_sequences_)
+    throw std::invalid_argument("paged kvcache: checkpoints must be in [0, 2^31 - max_sequences)");
+  if (checkpoint_slots_ == 0) checkpoint_slots_ = max_sequences_;
 }
 
 Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
   return guard([&]() -> Status {
     if (manager_) return InvalidArgument("paged kvcache: configure() called twice");
-    if (spec.n_layer <= 0 || spec.n_kv_head <= 0 || spec.head_dim <= 0) {
-      return InvalidArgument("paged kvcache: the model's state spec has no KV (n_layer " + std::to_string(spec.n_layer) +
-                             ", n_kv_head " + std::to_string(spec.n_kv_head) + ", head_dim " +
-                             std::to_string(spec.head_dim) + ")");
+    auto layout = memory::MemoryLayout::of(spec, "paged kvcache");
+    if (!layout.ok()) return layout.status();
+
+    // Recurrent state slots come out of `memory` first: half of it when the
+    // model also has attention layers, all of it otherwise.
+    uint64_t memory_left = static_cast<uint64_t>(memory_);
+    int64_t state_slots = 0;
+    const uint64_t slot_bytes = spec.state_bytes_per_sequence();
+    if (layout->recurrent) {
+      const uint64_t budget = layout->n_attention_layers > 0 ? memory_left / 2 : memory_left;
+      state_slots = std::min<int64_t>(max_sequences_ + checkpoint_slots_, static_cast<int64_t>(budget / slot_bytes));
+      if (state_slots < 1) {
+        return InvalidArgument("paged kvcache: memory " + format_bytes(static_cast<uint64_t>(memory_)) +
+                               " cannot hold one recurrent state of " + std::to_string(slot_bytes) +
+                               " bytes; raise memory");
+      }
+      memory_left -= static_cast<uint64_t>(state_slots) * slot_bytes;
     }
-    if (spec.fixed_bytes_per_sequence != 0) {
-      return Unsupported("paged kvcache: the model needs " + std::to_string(spec.fixed_bytes_per_sequence) +
-                         " bytes of fixed per-sequence state (e.g. Mamba), which this cache does not store");
-    }
-    // kv_bytes_per_token() and the block size, multiplied with overflow checks.
-    uint64_t token_bytes = 2 * kv_element_bytes(dtype_);
+
+    int32_t n_blocks = 0;
     uint64_t block_bytes = 0;
-    if (!checked_mul(token_bytes, static_cast<uint64_t>(spec.n_layer), &token_bytes) ||
-        !checked_mul(token_bytes, static_cast<uint64_t>(spec.n_kv_head), &token_bytes) ||
-        !checked_mul(token_bytes, static_cast<uint64_t>(spec.head_dim), &token_bytes) ||
-        !checked_mul(token_bytes, static_cast<uint64_t>(block_size_), &block_bytes)) {
-      return InvalidArgument("paged kvcache: KV bytes per block overflow 64 bits (n_layer " +
-                             std::to_string(spec.n_layer) + ", n_kv_head " + std::to_string(spec.n_kv_head) +
-                             ", head_dim " + std::to_string(spec.head_dim) + ")");
+    if (layout->n_attention_layers > 0) {
+      // kv_bytes_per_token() and the block size, multiplied with overflow checks.
+      uint64_t token_bytes = 2 * kv_element_bytes(dtype_);
+      if (!checked_mul(token_bytes, static_cast<uint64_t>(layout->n_attention_layers), &token_bytes) ||
+          !checked_mul(token_bytes, static_cast<uint64_t>(layout->n_kv_head), &token_bytes) ||
+          !checked_mul(token_bytes, static_cast<uint64_t>(layout->head_dim), &token_bytes) ||
+          !checked_mul(token_bytes, static_cast<uint64_t>(block_size_), &block_bytes)) {
+        return InvalidArgument("paged kvcache: KV bytes per block overflow 64 bits (" +
+                               std::to_string(layout->n_attention_layers) + " attention layers, n_kv_head " +
+                               std::to_string(layout->n_kv_head) + ", head_dim " + std::to_string(layout->head_dim) +
+                               ")");
+      }
+      const uint64_t fitting = memory_left / block_bytes;
+      if (fitting < 1) {
+        return InvalidArgument("paged kvcache: memory " + format_bytes(static_cast<uint64_t>(memory_)) +
+                               " cannot hold one block of " + std::to_string(block_size_) + " tokens (" +
+                               std::to_string(block_bytes) + " bytes = " + std::to_string(block_size_) + " x " +
+                               std::to_string(token_bytes) + " bytes per token); raise memory or lower block_size");
+      }
+      // Block ids are int32 (block tables are int32 spans).
+      n_blocks = static_cast<int32_t>(std::min<uint64_t>(fitting, std::numeric_limits<int32_t>::max()));
     }
-    const uint64_t fitting = static_cast<uint64_t>(memory_) / block_bytes;
-    if (fitting < 1) {
-      return InvalidArgument("paged kvcache: memory " + format_bytes(static_cast<uint64_t>(memory_)) +
-                             " cannot hold one block of " + std::to_string(block_size_) + " tokens (" +
-                             std::to_string(block_bytes) + " bytes = " + std::to_string(block_size_) + " x " +
-                             std::to_string(token_bytes) + " bytes per token); raise memory or lower block_size");
-    }
-    // Block ids are int32 (block tables are int32 spans).
-    const auto n_blocks = static_cast<int32_t>(std::min<uint64_t>(fitting, std::numeric_limits<int32_t>::max()));
 
     std::unique_ptr<paged::BlockStorage> storage;
+    memory::RecurrentStates states;
     try {
-      storage = std::make_unique<paged::BlockStorage>(spec, n_blocks, block_size_, dtype_);
+      storage = std::make_unique<paged::BlockStorage>(layout->n_attention_layers, layout->n_kv_head,
+                                                      layout->head_dim, n_blocks, block_size_, dtype_);
+      states = memory::RecurrentStates(spec, static_cast<int32_t>(state_slots));
     } catch (const std::bad_alloc&) {
       return OutOfMemory("paged kvcache: could not allocate " + format_bytes(n_blocks * block_bytes) + " for " +
-                         std::to_string(n_blocks) + " blocks; lower memory");
+                         std::to_string(n_blocks) + " blocks and " + std::to_string(state_slots) +
+                         " recurrent states; lower memory");
     }
     paged::BlockManagerLimits limits;
     limits.n_blocks = n_blocks;
@@ -91,7 +113,9 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
     manager_ = std::make_unique<paged::BlockManager>(
         limits, [pools](int32_t src, int32_t dst, int32_t rows) { pools->copy_rows(src, dst, rows); });
     storage_ = std::move(storage);
-    spec_ = spec;
+    states_ = std::move(states);
+    layout_ = std::move(layout).value();
+    max_context_ = spec.max_context;
     block_bytes_ = block_bytes;
     return Status::Ok();
   });
@@ -102,18 +126,33 @@ Status PagedKvCache::not_configured(const char* call) const {
 }
 
 Result<SeqId> PagedKvCache::create_sequence() noexcept {
-  try {
+  return guard([&]() -> Result<SeqId> {
     if (!manager_) return not_configured("create_sequence()");
-    return manager_->create_sequence();
-  } catch (const std::exception& e) {
-    return Status(Internal(std::string("paged kvcache: create_sequence: ") + e.what()));
-  }
+    std::optional<int32_t> slot;
+    if (layout_.recurrent) {
+      slot = states_.take();
+      if (!slot) return OutOfMemory("paged kvcache: every recurrent state slot is in use");
+    }
+    auto seq = manager_->create_sequence();
+    if (!seq.ok()) {
+      if (slot) states_.give_back(*slot);
+      return seq;
+    }
+    if (slot) state_slot_[*seq] = *slot;
+    return seq;
+  });
 }
 
 void PagedKvCache::release(SeqId seq) noexcept {
   if (!manager_) return;
   try {
     manager_->release(seq);
+    if (auto it = state_slot_.find(seq); it != state_slot_.end()) {
+      states_.give_back(it->second);
+      state_slot_.erase(it);
+    }
+    for (const memory::Checkpoint& c : checkpoints_.remove_all(seq))
+      if (c.state_slot >= 0) states_.give_back(c.state_slot);
   } catch (...) {
     // Only a broken invariant (a double free) can throw here; release() has
     // no way to report it, and the sequence is gone either way.
@@ -128,19 +167,104 @@ Status PagedKvCache::append_slots(SeqId seq, int32_t n) noexcept {
 }
 
 Result<SeqId> PagedKvCache::fork(SeqId seq) noexcept {
-  try {
+  return guard([&]() -> Result<SeqId> {
     if (!manager_) return not_configured("fork()");
-    return manager_->fork(seq);
-  } catch (const std::exception& e) {
-    return Status(Internal(std::string("paged kvcache: fork: ") + e.what()));
-  }
+    std::optional<int32_t> slot;
+    const auto source = state_slot_.find(seq);
+    if (source != state_slot_.end()) {
+      slot = states_.take();
+      if (!slot) return OutOfMemory("paged kvcache: cannot fork: every recurrent state slot is in use");
+    }
+    auto forked = manager_->fork(seq);
+    if (!forked.ok()) {
+      if (slot) states_.give_back(*slot);
+      return forked;
+    }
+    if (slot) {
+      states_.copy(source->second, *slot);
+      state_slot_[*forked] = *slot;
+    }
+    return forked;
+  });
 }
 
 Status PagedKvCache::truncate(SeqId seq, int32_t new_length) noexcept {
   return guard([&]() -> Status {
     if (!manager_) return not_configured("truncate()");
-    return manager_->truncate(seq, new_length);
+    if (layout_.recurrent)
+      return Unsupported("paged kvcache: a recurrent state cannot be truncated; restore a checkpoint instead");
+    TESSERA_RETURN_IF_ERROR(manager_->truncate(seq, new_length));
+    checkpoints_.remove_longer(seq, new_length);  // their tokens are gone
+    return Status::Ok();
   });
+}
+
+Result<CheckpointId> PagedKvCache::checkpoint(SeqId seq) noexcept {
+  return guard([&]() -> Result<CheckpointId> {
+    if (!manager_) return not_configured("checkpoint()");
+    if (!manager_->contains(seq))
+      return NotFound("paged kvcache: sequence " + std::to_string(seq) + " does not exist");
+    int32_t slot = -1;
+    if (const auto own = state_slot_.find(seq); own != state_slot_.end()) {
+      const auto taken = states_.take();
+      if (!taken) return OutOfMemory("paged kvcache: no recurrent state slot is free for a checkpoint");
+      slot = *taken;
+      states_.copy(own->second, slot);
+    }
+    return checkpoints_.add(seq, manager_->length(seq), slot);
+  });
+}
+
+Status PagedKvCache::restore(SeqId seq, CheckpointId id) noexcept {
+  return guard([&]() -> Status {
+    if (!manager_) return not_configured("restore()");
+    if (!manager_->contains(seq))
+      return NotFound("paged kvcache: sequence " + std::to_string(seq) + " does not exist");
+    const memory::Checkpoint* c = checkpoints_.find(seq, id);
+    if (c == nullptr)
+      return NotFound("paged kvcache: sequence " + std::to_string(seq) + " has no checkpoint " + std::to_string(id));
+    const int32_t length = manager_->length(seq);
+    if (layout_.n_attention_layers > 0 && c->length > length)
+      return InvalidArgument("paged kvcache: sequence " + std::to_string(seq) + ": checkpoint " + std::to_string(id) +
+                             " is at " + std::to_string(c->length) + " tokens, beyond its " + std::to_string(length));
+    if (c->length < length) TESSERA_RETURN_IF_ERROR(manager_->truncate(seq, c->length));
+    if (c->length > length) TESSERA_RETURN_IF_ERROR(manager_->append_slots(seq, c->length - length));
+    if (c->state_slot >= 0) states_.copy(c->state_slot, state_slot_.at(seq));
+    return Status::Ok();
+  });
+}
+
+void PagedKvCache::drop_checkpoint(SeqId seq, CheckpointId id) noexcept {
+  const auto removed = checkpoints_.remove(seq, id);
+  if (removed && removed->state_slot >= 0) states_.give_back(removed->state_slot);
+}
+
+RecurrentStateView PagedKvCache::state(SeqId seq, int32_t layer) noexcept {
+  const auto it = state_slot_.find(seq);
+  return it == state_slot_.end() ? RecurrentStateView{} : states_.view(it->second, layer);
+}
+
+int64_t PagedKvCache::max_sequence_tokens() const noexcept {
+  if (!manager_) return 0;
+  if (layout_.n_attention_layers == 0) return max_context_;
+  return std::min<int64_t>(max_context_, static_cast<int64_t>(manager_->pool().total()) * block_size_);
+}
+
+bool PagedKvCache::can_hold(std::span<const MemoryDemand> demands) const noexcept {
+  if (!manager_) return false;
+  // Free blocks must cover what every sequence may still grow to: its blocks
+  // for `tokens` beyond those it holds (a new one holds none).
+  int64_t free_blocks = manager_->pool().total() - manager_->pool().used_count();
+  int64_t new_sequences = 0;
+  for (const MemoryDemand& d : demands) {
+    if (d.tokens > max_sequence_tokens()) return false;
+    const int64_t held = d.seq < 0 ? 0 : static_cast<int64_t>(manager_->block_table(d.seq).size());
+    if (layout_.n_attention_layers > 0) free_blocks -= std::max<int64_t>(0, (d.tokens + block_size_ - 1) / block_size_ - held);
+    if (d.seq < 0) ++new_sequences;
+  }
+  if (free_blocks < 0) return false;
+  if (manager_->sequence_count() + new_sequences > max_sequences_) return false;
+  return !layout_.recurrent || new_sequences <= states_.free();
 }
 
 int32_t PagedKvCache::length(SeqId seq) const noexcept { return manager_ ? manager_->length(seq) : 0; }
@@ -149,19 +273,28 @@ std::span<const int32_t> PagedKvCache::block_table(SeqId seq) const noexcept {
   return manager_ ? manager_->block_table(seq) : std::span<const int32_t>{};
 }
 
-KvLayerView PagedKvCache::layer(int32_t layer) noexcept { return storage_ ? storage_->view(layer) : KvLayerView{}; }
+KvLayerView PagedKvCache::layer(int32_t layer) noexcept {
+  if (!storage_ || layer < 0 || layer >= layout_.n_layer()) return {};
+  return storage_->view(layout_.pool_of_layer[static_cast<size_t>(layer)]);
+}
 
-KvStats PagedKvCache::stats() const noexcept {
-  KvStats stats;
+MemoryStats PagedKvCache::stats() const noexcept {
+  MemoryStats stats;
   if (!manager_) return stats;
   const paged::BlockPool& pool = manager_->pool();
+  const uint64_t state_bytes = states_.slot_bytes();
   stats.blocks_total = pool.total();
   stats.blocks_used = pool.used_count();
-  stats.bytes_reserved = static_cast<uint64_t>(pool.total()) * block_bytes_;
-  stats.bytes_allocated = static_cast<uint64_t>(pool.used_count()) * block_bytes_;
+  stats.states_total = states_.total();
+  stats.states_used = states_.used();
+  stats.bytes_reserved = static_cast<uint64_t>(pool.total()) * block_bytes_ +
+                         static_cast<uint64_t>(states_.total()) * state_bytes;
+  stats.bytes_allocated = static_cast<uint64_t>(pool.used_count()) * block_bytes_ +
+                          static_cast<uint64_t>(states_.used()) * state_bytes;
   stats.prefix_hit_tokens = manager_->prefix_hit_tokens();
   try {
-    stats.bytes_live = static_cast<uint64_t>(manager_->live_tokens()) * spec_.kv_bytes_per_token(kv_element_bytes(dtype_));
+    stats.bytes_live = static_cast<uint64_t>(manager_->live_tokens()) * layout_.kv_bytes_per_token(kv_element_bytes(dtype_)) +
+                       static_cast<uint64_t>(states_.used()) * state_bytes;
   } catch (...) {
     // live_tokens() needs one int per block; without it the figure stays 0.
   }
@@ -169,7 +302,8 @@ KvStats PagedKvCache::stats() const noexcept {
 }
 
 int32_t PagedKvCache::reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept {
-  if (!manager_) return 0;
+  // A recurrent state at the end of a shared prefix is not kept: no reuse.
+  if (!manager_ || layout_.recurrent) return 0;
   try {
     return manager_->reuse_prefix(seq, tokens);
   } catch (...) {

@@ -21,9 +21,9 @@ class FloatLinear final : public Linear {
   FloatLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
               std::vector<float> bias);
 
-  int64_t in_features() const override { return in_; }
-  int64_t out_features() const override { return out_; }
-  uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
+  int64_t in_features() const noexcept override { return in_; }
+  int64_t out_features() const noexcept override { return out_; }
+  uint64_t weight_bytes() const noexcept override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
 
  private:

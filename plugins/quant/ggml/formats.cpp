@@ -1,40 +1,28 @@
 // formats.cpp: format names and tensor validation.
 #include "formats.hpp"
 
-#include <array>
-#include <utility>
+#include <iterator>
 
 namespace tessera::ggml {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, DType>, 11> kFormats = {{
-    {"f32", DType::f32},
-    {"f16", DType::f16},
-    {"bf16", DType::bf16},
-    {"ggml.q4_0", DType::q4_0},
-    {"ggml.q4_1", DType::q4_1},
-    {"ggml.q5_0", DType::q5_0},
-    {"ggml.q5_1", DType::q5_1},
-    {"ggml.q8_0", DType::q8_0},
-    {"ggml.q4_k", DType::q4_k},
-    {"ggml.q5_k", DType::q5_k},
-    {"ggml.q6_k", DType::q6_k},
-}};
+constexpr std::string_view kFormatNames[] = {
+    "f32", "f16", "bf16", "ggml.q4_0", "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
+    "ggml.q6_k",
+};
+constexpr DType kFormatTypes[] = {
+    DType::f32,  DType::f16,  DType::bf16, DType::q4_0, DType::q4_1, DType::q5_0,
+    DType::q5_1, DType::q8_0, DType::q4_k, DType::q5_k, DType::q6_k,
+};
+static_assert(std::size(kFormatNames) == std::size(kFormatTypes));
 
 }  // namespace
 
-const std::vector<std::string>& supported_formats() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const auto& f : kFormats) v.emplace_back(f.first);
-    return v;
-  }();
-  return names;
-}
+std::span<const std::string_view> supported_formats() { return kFormatNames; }
 
 std::optional<DType> format_dtype(std::string_view format) {
-  for (const auto& f : kFormats) {
-    if (f.first == format) return f.second;
+  for (size_t i = 0; i < std::size(kFormatNames); ++i) {
+    if (kFormatNames[i] == format) return kFormatTypes[i];
   }
   return std::nullopt;
 }

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "tessera/status.hpp"
 #include "tessera/tensor.hpp"
@@ -15,7 +15,7 @@ namespace tessera::ggml {
 
 // "f32", "f16", "bf16", "ggml.q4_0", "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0", "ggml.q4_k",
 // "ggml.q5_k", "ggml.q6_k".
-const std::vector<std::string>& supported_formats();
+std::span<const std::string_view> supported_formats();
 
 // The formats QuantLinear multiplies in the quantized domain (Q8_1 activations,
 // integer dot products): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. The others (and these

@@ -33,7 +33,7 @@ class GgmlQuantizer final : public Quantizer {
     terms_ = mode == "q8" ? ActivationTerms::q8 : ActivationTerms::q8x2;
   }
 
-  std::vector<std::string> formats() const override { return supported_formats(); }
+  std::span<const std::string_view> formats() const noexcept override { return supported_formats(); }
 
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept override {
     try {
@@ -111,7 +111,7 @@ const PluginLibrary* ggml_quant_entry() {
       std::size(kGgmlParams),
       &make_plugin<GgmlQuantizer>,
   }};
-  static const PluginLibrary library{kAbiMajor, kAbiMinor, plugins, 1};
+  static const PluginLibrary library = plugin_library(plugins);
   return &library;
 }
 

@@ -35,9 +35,9 @@ class QuantLinear final : public Linear {
               std::vector<float> bias, bool repack = true, WeightArena* arena = nullptr,
               ActivationTerms terms = ActivationTerms::q8);
 
-  int64_t in_features() const override { return in_; }
-  int64_t out_features() const override { return out_; }
-  uint64_t weight_bytes() const override { return static_cast<uint64_t>(out_) * row_bytes_; }
+  int64_t in_features() const noexcept override { return in_; }
+  int64_t out_features() const noexcept override { return out_; }
+  uint64_t weight_bytes() const noexcept override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   // The split (linear.hpp): prepare() quantizes every row on the calling
   // thread; compute() takes ranges on multiples of the repacked groups (8 or 16 rows).

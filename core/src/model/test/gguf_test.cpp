@@ -157,10 +157,10 @@ TEST(GgufWriterChecks, RefusesBadTensors) {
   EXPECT_FALSE(w.add_tensor("a", DType::f32, {4}, data).ok()) << "duplicate";
 }
 
-TEST(GgufErrors, MissingFileIsNotFound) {
+TEST(GgufErrors, MissingFileIsUnavailable) {
   auto r = GgufFile::open("/nonexistent/dir/model.gguf");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::not_found);
+  EXPECT_EQ(r.status().code(), StatusCode::unavailable);
   EXPECT_NE(r.status().message().find("/nonexistent/dir/model.gguf"), std::string::npos);
 }
 

@@ -70,30 +70,30 @@ TEST(TransformerBuild, WrongBiasShape) {
 
 TEST(TransformerBuild, InconsistentHyperParameters) {
   auto store = make_tiny_model(TinySpec{});
-  store->mutable_hparams().head_count_kv = 3;
+  store->mutable_metadata().set("llama.attention.head_count_kv", int64_t{3});
   expect_error(*store, StatusCode::corrupt_data, {"head_count 4", "head_count_kv 3"});
 
   store = make_tiny_model(TinySpec{});
-  store->mutable_hparams().block_count = 0;
-  expect_error(*store, StatusCode::corrupt_data, {"block_count"});
+  store->mutable_metadata().set("llama.block_count", int64_t{0});
+  expect_error(*store, StatusCode::corrupt_data, {"block_count", "positive"});
 
   store = make_tiny_model(TinySpec{});
-  store->mutable_hparams().block_count = 3;  // the file holds two layers
+  store->mutable_metadata().set("llama.block_count", int64_t{3});  // the file holds two layers
   expect_error(*store, StatusCode::not_found, {"blk.2.attn_norm.weight"});
 
   store = make_tiny_model(TinySpec{});
-  store->mutable_hparams().feed_forward_length = int64_t{1} << 40;
+  store->mutable_metadata().set("llama.feed_forward_length", int64_t{1} << 40);
   expect_error(*store, StatusCode::corrupt_data, {"feed_forward_length"});
 }
 
 TEST(TransformerBuild, VocabSizeFromEmbeddingWhenAbsent) {
   auto store = make_tiny_model(TinySpec{});
-  store->mutable_hparams().vocab_size = 0;
+  store->mutable_metadata().erase("llama.vocab_size");
   PlainAttention attention;
   FakeBuilder builder(*store, attention);
   auto built = build_transformer(builder);
   ASSERT_TRUE(built.ok()) << built.status().message();
-  EXPECT_EQ(built.value()->hparams().vocab_size, 50);
+  EXPECT_EQ(built.value()->vocab_size(), 50);
 }
 
 TEST(TransformerBuild, UnservedArchitectureAndRopeScaling) {
@@ -141,29 +141,31 @@ class TransformerForwardErrors : public ::testing::Test {
 
 TEST_F(TransformerForwardErrors, TokenOutsideVocabulary) {
   ASSERT_TRUE(h_.cache().append_slots(seq_, 2).ok());
-  expect_refused(run({1, 50}, {{seq_, 0, 2, 0, false}}), "vocabulary");
-  expect_refused(run({-1, 3}, {{seq_, 0, 2, 0, false}}), "vocabulary");
+  expect_refused(run({1, 50}, {{seq_, 0, 2, 0, 1}}), "vocabulary");
+  expect_refused(run({-1, 3}, {{seq_, 0, 2, 0, 1}}), "vocabulary");
 }
 
 TEST_F(TransformerForwardErrors, SlotsNotReserved) {
   ASSERT_TRUE(h_.cache().append_slots(seq_, 1).ok());
-  expect_refused(run({1, 2}, {{seq_, 0, 2, 0, false}}), "append_slots");
+  expect_refused(run({1, 2}, {{seq_, 0, 2, 0, 1}}), "append_slots");
 }
 
 TEST_F(TransformerForwardErrors, RowsOutsideOrOverlappingOrUncovered) {
   const SeqId other = h_.new_sequence();
   ASSERT_TRUE(h_.cache().append_slots(seq_, 3).ok());
   ASSERT_TRUE(h_.cache().append_slots(other, 3).ok());
-  expect_refused(run({1, 2, 3}, {{seq_, 1, 3, 0, false}}), "outside the batch");
-  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, false}, {other, 1, 2, 0, false}}), "two sequences");
-  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, false}}), "no sequence");
-  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, false}, {seq_, 2, 1, 2, false}}), "twice");
-  expect_refused(run({1, 2, 3}, {{seq_, 0, 0, 0, false}, {other, 0, 3, 0, false}}), "0 tokens");
+  expect_refused(run({1, 2, 3}, {{seq_, 1, 3, 0, 1}}), "outside the batch");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, 1}, {other, 1, 2, 0, 1}}), "two sequences");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, 1}}), "no sequence");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 2, 0, 1}, {seq_, 2, 1, 2, 1}}), "twice");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 0, 0, 1}, {other, 0, 3, 0, 1}}), "0 tokens");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 3, 0, 4}}), "asks logits for 4 of its 3 tokens");
+  expect_refused(run({1, 2, 3}, {{seq_, 0, 3, 0, -1}}), "asks logits for -1");
 }
 
 TEST_F(TransformerForwardErrors, BeyondContextAndEmptyBatch) {
   ASSERT_TRUE(h_.cache().append_slots(seq_, 64).ok());
-  expect_refused(run({1, 2}, {{seq_, 0, 2, 63, false}}), "context of 64");
+  expect_refused(run({1, 2}, {{seq_, 0, 2, 63, 1}}), "context of 64");
   expect_refused(run({}, {}), "empty batch");
 }
 
@@ -172,13 +174,14 @@ TEST(TransformerForwardCache, CacheConfiguredForAnotherModel) {
   ASSERT_TRUE(h.ok());
   TestKvCache wrong(64, 2);
   SequenceStateSpec spec = h.model().state_spec();
-  spec.n_kv_head = 4;
+  const std::vector<LayerMemorySpec> other_layers(spec.layers.size(), LayerMemorySpec::attention(4, 16));
+  spec.layers = other_layers;
   ASSERT_TRUE(wrong.configure(spec).ok());
   const SeqId s = wrong.create_sequence().value();
   ASSERT_TRUE(wrong.append_slots(s, 1).ok());
   std::vector<float> logits(50);
   const std::vector<int32_t> tokens = {1};
-  const std::vector<BatchSeq> seqs = {{s, 0, 1, 0, false}};
+  const std::vector<BatchSeq> seqs = {{s, 0, 1, 0, 1}};
   const Status st = h.model().forward(Batch{tokens, seqs}, wrong, logits.data());
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("KV heads"), std::string::npos) << st.message();
@@ -198,14 +201,32 @@ TEST(TransformerPlugin, EntryDescribesOneArchitecturePlugin) {
   std::unique_ptr<PluginObject> obj(info.create(ParamValues{}, &error));
   ASSERT_NE(obj, nullptr) << error;
   auto* arch = static_cast<Architecture*>(obj.get());
-  EXPECT_EQ(arch->supported(), (std::vector<std::string>{"llama", "mistral", "qwen2", "smollm"}));
+  const auto supported = arch->supported();
+  EXPECT_EQ(std::vector<std::string_view>(supported.begin(), supported.end()),
+            (std::vector<std::string_view>{"llama", "mistral", "qwen2", "smollm", "LlamaForCausalLM",
+                                           "MistralForCausalLM", "Qwen2ForCausalLM"}));
 
   auto store = make_tiny_model(TinySpec{});
   PlainAttention attention;
   FakeBuilder builder(*store, attention);
   auto built = arch->build(builder);
   ASSERT_TRUE(built.ok()) << built.status().message();
-  EXPECT_EQ(built.value()->state_spec().n_layer, 2);
+  EXPECT_EQ(built.value()->state_spec().n_layer(), 2);
+  EXPECT_EQ(builder.attention_requests, 1) << "the model asks for its attention kernel once";
+
+  std::vector<HyperParameter> hparams;
+  ASSERT_TRUE(arch->describe(*store, hparams).ok());
+  auto value = [&](const std::string& name) -> std::string {
+    for (const auto& h : hparams)
+      if (h.name == name) return std::visit([](const auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) return v;
+        else return std::to_string(v);
+      }, h.value);
+    return "absent";
+  };
+  EXPECT_EQ(value("block_count"), "2");
+  EXPECT_EQ(value("head_dim"), "16") << "derived: embedding_length / head_count";
+  EXPECT_EQ(value("rope_style"), "adjacent");
 }
 
 }  // namespace

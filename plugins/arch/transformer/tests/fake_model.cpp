@@ -17,15 +17,15 @@ namespace tessera::transformer::testing {
 
 // ---- weight store ----------------------------------------------------------
 
-const TensorRef* FakeWeightStore::find(std::string_view name) const {
-  auto it = entries_.find(name);
-  return it == entries_.end() ? nullptr : &it->second.ref;
+const TensorRef* FakeWeightStore::find(std::string_view name) const noexcept {
+  for (const TensorRef& r : refs_)
+    if (r.name == name) return &r;
+  return nullptr;
 }
 
-std::vector<const TensorRef*> FakeWeightStore::tensors() const {
-  std::vector<const TensorRef*> out;
-  for (const auto& [name, e] : entries_) out.push_back(&e.ref);
-  return out;
+void FakeWeightStore::index() {
+  refs_.clear();
+  for (const auto& [name, e] : entries_) refs_.push_back(e.ref);
 }
 
 void FakeWeightStore::add(const std::string& name, std::vector<int64_t> shape, std::vector<float> values) {
@@ -41,6 +41,7 @@ void FakeWeightStore::add(const std::string& name, std::vector<int64_t> shape, s
     throw std::logic_error("fake tensor " + name + ": shape does not match its values");
   e.ref.data = e.values.data();
   e.ref.nbytes = e.values.size() * sizeof(float);
+  index();
 }
 
 void FakeWeightStore::reshape(const std::string& name, std::vector<int64_t> shape) {
@@ -66,6 +67,7 @@ void FakeWeightStore::store_as(const std::string& name, DType dtype) {
   } else {
     e.ref.format = "ggml." + std::string(dtype_name(dtype));
   }
+  index();
 }
 
 const std::vector<float>& FakeWeightStore::values(const std::string& name) const {
@@ -75,27 +77,28 @@ const std::vector<float>& FakeWeightStore::values(const std::string& name) const
 }
 
 std::unique_ptr<FakeWeightStore> make_tiny_model(const TinySpec& s) {
-  auto store = std::make_unique<FakeWeightStore>();
-  ModelHParams& hp = store->mutable_hparams();
-  hp.arch = s.arch;
-  hp.name = "tiny";
-  hp.vocab_size = s.vocab;
-  hp.context_length = s.context;
-  hp.embedding_length = s.n_embd;
-  hp.block_count = s.n_layer;
-  hp.feed_forward_length = s.n_ff;
-  hp.head_count = s.n_head;
-  hp.head_count_kv = s.n_kv_head;
-  hp.head_dim = s.head_dim;
-  hp.rms_norm_eps = 1e-5;
-  hp.rope_freq_base = s.rope_freq_base;
-  hp.rope_style = s.rope_style;
-  hp.rope_scaling = s.rope_scaling;
-  hp.rope_scaling_factor = s.rope_factor;
-  hp.rope_original_context = s.rope_original_context;
-  hp.rope_low_freq_factor = s.rope_low_freq_factor;
-  hp.rope_high_freq_factor = s.rope_high_freq_factor;
-  hp.tied_embeddings = s.tied;
+  auto store = std::make_unique<FakeWeightStore>(s);
+  blocks::testing::MapMetadata& m = store->mutable_metadata();
+  const std::string a = s.arch + ".";
+  m.set("general.architecture", s.arch);
+  m.set("general.name", std::string("tiny"));
+  m.set(a + "vocab_size", s.vocab);
+  m.set(a + "context_length", s.context);
+  m.set(a + "embedding_length", s.n_embd);
+  m.set(a + "block_count", s.n_layer);
+  m.set(a + "feed_forward_length", s.n_ff);
+  m.set(a + "attention.head_count", s.n_head);
+  m.set(a + "attention.head_count_kv", s.n_kv_head);
+  if (s.head_dim != 0) m.set(a + "attention.key_length", s.head_dim);
+  m.set(a + "attention.layer_norm_rms_epsilon", 1e-5);
+  m.set(a + "rope.freq_base", s.rope_freq_base);
+  if (s.rope_scaling != RopeScaling::none) {
+    const char* type = s.rope_scaling == RopeScaling::linear ? "linear"
+                       : s.rope_scaling == RopeScaling::llama3 ? "llama3" : "yarn";
+    m.set(a + "rope.scaling.type", std::string(type));
+    m.set(a + "rope.scaling.factor", s.rope_factor);
+    m.set(a + "rope.scaling.original_context_length", s.rope_original_context);
+  }
 
   std::mt19937_64 rng(s.seed);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -219,7 +222,7 @@ bool FakeBuilder::used_after_expiry(const char* what) const {
   return expired_;
 }
 
-Result<std::unique_ptr<Linear>> FakeBuilder::linear(std::string_view name, std::string_view bias_name) {
+Result<std::unique_ptr<Linear>> FakeBuilder::linear(std::string_view name, std::string_view bias_name) noexcept {
   if (used_after_expiry("linear")) return Internal("builder expired");
   const TensorRef* w = weights_.find(name);
   if (w == nullptr) return NotFound("fake builder: no tensor " + std::string(name));
@@ -229,14 +232,14 @@ Result<std::unique_ptr<Linear>> FakeBuilder::linear(std::string_view name, std::
 }
 
 // Both serve the tensor's f32 values whatever its storage (see store_as).
-Status FakeBuilder::dequantize(const TensorRef& tensor, float* out) {
+Status FakeBuilder::dequantize(const TensorRef& tensor, float* out) noexcept {
   if (used_after_expiry("dequantize")) return Internal("builder expired");
   const auto& v = weights_.values(tensor.name);
   std::copy(v.begin(), v.end(), out);
   return Status::Ok();
 }
 
-Status FakeBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) {
+Status FakeBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept {
   if (used_after_expiry("dequantize_rows")) return Internal("builder expired");
   ++dequantize_rows_calls;
   if (first_row < 0 || first_row + n_rows > tensor.rows())
@@ -265,7 +268,7 @@ class FakeRowDecoder final : public RowDecoder {
 
 }  // namespace
 
-Result<std::unique_ptr<RowDecoder>> FakeBuilder::row_decoder(const TensorRef& tensor) {
+Result<std::unique_ptr<RowDecoder>> FakeBuilder::row_decoder(const TensorRef& tensor) noexcept {
   if (used_after_expiry("row_decoder")) return Internal("builder expired");
   if (!weights_.row_decoders) return Status(Unsupported("fake builder: no row decoders"));
   ++row_decoders_made;
@@ -276,10 +279,14 @@ Result<std::unique_ptr<RowDecoder>> FakeBuilder::row_decoder(const TensorRef& te
 // ---- KV cache ----------------------------------------------------------------
 
 Status TestKvCache::configure(const SequenceStateSpec& spec) noexcept {
-  spec_ = spec;
-  const size_t floats = static_cast<size_t>(n_blocks_) * block_size_ * spec.n_kv_head * spec.head_dim;
-  k_.assign(static_cast<size_t>(spec.n_layer), std::vector<float>(floats, 0.0f));
-  v_.assign(static_cast<size_t>(spec.n_layer), std::vector<float>(floats, 0.0f));
+  for (const LayerMemorySpec& l : spec.layers) {
+    if (l.kind != LayerMemoryKind::attention) return Unsupported("test cache: attention layers only");
+    n_kv_head_ = l.n_kv_head;
+    head_dim_ = l.head_dim;
+  }
+  const size_t floats = static_cast<size_t>(n_blocks_) * block_size_ * n_kv_head_ * head_dim_;
+  k_.assign(spec.layers.size(), std::vector<float>(floats, 0.0f));
+  v_.assign(spec.layers.size(), std::vector<float>(floats, 0.0f));
   // Hand out blocks in a scrambled order (odd ids descending, then even ones):
   // a model that ignored the block table would read the wrong slots.
   free_.clear();
@@ -321,7 +328,7 @@ Result<SeqId> TestKvCache::fork(SeqId seq) noexcept {
   const Sequence src = it->second;
   auto made = create_sequence();
   if (!append_slots(made.value(), src.length).ok()) return OutOfMemory("test cache: pool full");
-  const size_t row = static_cast<size_t>(spec_.n_kv_head) * spec_.head_dim;
+  const size_t row = static_cast<size_t>(n_kv_head_) * head_dim_;
   const Sequence& dst = seqs_[made.value()];
   for (size_t l = 0; l < k_.size(); ++l) {
     for (size_t b = 0; b < src.blocks.size(); ++b) {
@@ -362,15 +369,15 @@ std::span<const int32_t> TestKvCache::block_table(SeqId seq) const noexcept {
 KvLayerView TestKvCache::layer(int32_t layer) noexcept {
   KvLayerView v;
   v.block_size = block_size_;
-  v.n_kv_head = spec_.n_kv_head;
-  v.head_dim = spec_.head_dim;
+  v.n_kv_head = n_kv_head_;
+  v.head_dim = head_dim_;
   v.k = k_[static_cast<size_t>(layer)].data();
   v.v = v_[static_cast<size_t>(layer)].data();
   return v;
 }
 
-KvStats TestKvCache::stats() const noexcept {
-  KvStats s;
+MemoryStats TestKvCache::stats() const noexcept {
+  MemoryStats s;
   s.blocks_total = n_blocks_;
   s.blocks_used = n_blocks_ - static_cast<int64_t>(free_.size());
   return s;

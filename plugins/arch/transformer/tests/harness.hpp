@@ -23,7 +23,7 @@ using Rows = std::vector<std::vector<float>>;  // [n_rows][vocab]
 struct Chunk {
   SeqId seq = 0;
   std::vector<int32_t> tokens;
-  bool all_logits = false;
+  bool all_logits = false;  // logits of every token, else of the last
 };
 
 class Harness {
@@ -72,12 +72,12 @@ class Harness {
       s.token_offset = static_cast<int32_t>(tokens.size());
       s.n_tokens = static_cast<int32_t>(c.tokens.size());
       s.n_past = cache_->length(c.seq);
-      s.all_logits = c.all_logits;
+      s.n_logits = c.all_logits ? s.n_tokens : 1;
       tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
       EXPECT_TRUE(cache_->append_slots(c.seq, s.n_tokens).ok());
     }
     const Batch batch{tokens, seqs};
-    const int64_t vocab = model_->hparams().vocab_size;
+    const int64_t vocab = model_->vocab_size();
     std::vector<float> logits(static_cast<size_t>(batch.logit_rows() * vocab), NAN);
     const Status st = model_->forward(batch, *cache_, logits.data());
     EXPECT_TRUE(st.ok()) << st.message();

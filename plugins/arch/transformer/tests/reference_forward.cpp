@@ -33,11 +33,10 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
 
 }  // namespace
 
-ReferenceTransformer::ReferenceTransformer(const FakeWeightStore& weights)
-    : w_(weights), hp_(weights.hparams()) {
-  head_dim_ = hp_.head_dim != 0 ? hp_.head_dim : hp_.embedding_length / hp_.head_count;
-  key_cache_.resize(static_cast<size_t>(hp_.block_count));
-  value_cache_.resize(static_cast<size_t>(hp_.block_count));
+ReferenceTransformer::ReferenceTransformer(const FakeWeightStore& weights) : w_(weights), spec_(weights.spec()) {
+  head_dim_ = spec_.head_dim != 0 ? spec_.head_dim : spec_.n_embd / spec_.n_head;
+  key_cache_.resize(static_cast<size_t>(spec_.n_layer));
+  value_cache_.resize(static_cast<size_t>(spec_.n_layer));
 }
 
 void ReferenceTransformer::rope(std::vector<float>& vec, int64_t n_heads) const {
@@ -45,23 +44,23 @@ void ReferenceTransformer::rope(std::vector<float>& vec, int64_t n_heads) const 
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = vec.data() + h * head_dim_;
     for (int64_t j = 0; j < half; ++j) {
-      double freq = 1.0 / std::pow(hp_.rope_freq_base, static_cast<double>(2 * j) / head_dim_);
+      double freq = 1.0 / std::pow(spec_.rope_freq_base, static_cast<double>(2 * j) / head_dim_);
       double position = static_cast<double>(pos_);
-      if (hp_.rope_scaling == RopeScaling::linear) position /= hp_.rope_scaling_factor;
-      if (hp_.rope_scaling == RopeScaling::llama3) {
+      if (spec_.rope_scaling == RopeScaling::linear) position /= spec_.rope_factor;
+      if (spec_.rope_scaling == RopeScaling::llama3) {
         // Written as a clamped blend: smooth = 1 keeps the frequency, 0 divides it by the factor.
         const double wavelength = 2.0 * std::numbers::pi / freq;
-        const double ratio = static_cast<double>(hp_.rope_original_context) / wavelength;
-        const double smooth = std::clamp((ratio - hp_.rope_low_freq_factor) /
-                                             (hp_.rope_high_freq_factor - hp_.rope_low_freq_factor),
+        const double ratio = static_cast<double>(spec_.rope_original_context) / wavelength;
+        const double smooth = std::clamp((ratio - spec_.rope_low_freq_factor) /
+                                             (spec_.rope_high_freq_factor - spec_.rope_low_freq_factor),
                                          0.0, 1.0);
-        freq = smooth * freq + (1.0 - smooth) * freq / hp_.rope_scaling_factor;
+        freq = smooth * freq + (1.0 - smooth) * freq / spec_.rope_factor;
       }
       const double angle = position * freq;
       const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
       // adjacent: (2j, 2j+1); neox: (j, j + head_dim/2)
-      const int64_t a = hp_.rope_style == RopeStyle::adjacent ? 2 * j : j;
-      const int64_t b = hp_.rope_style == RopeStyle::adjacent ? 2 * j + 1 : j + half;
+      const int64_t a = spec_.rope_style() == RopeStyle::adjacent ? 2 * j : j;
+      const int64_t b = spec_.rope_style() == RopeStyle::adjacent ? 2 * j + 1 : j + half;
       const float v0 = v[a], v1 = v[b];
       v[a] = v0 * c - v1 * s;
       v[b] = v0 * s + v1 * c;
@@ -70,18 +69,18 @@ void ReferenceTransformer::rope(std::vector<float>& vec, int64_t n_heads) const 
 }
 
 std::vector<float> ReferenceTransformer::step(int32_t token) {
-  const int64_t dim = hp_.embedding_length;
-  const int64_t n_head = hp_.head_count, n_kv = hp_.head_count_kv;
+  const int64_t dim = spec_.n_embd;
+  const int64_t n_head = spec_.n_head, n_kv = spec_.n_kv_head;
   const int64_t kv_dim = n_kv * head_dim_, q_dim = n_head * head_dim_;
   const int64_t kv_mul = n_head / n_kv;
 
   const auto& embd = w_.values("token_embd.weight");
   std::vector<float> x(embd.begin() + token * dim, embd.begin() + (token + 1) * dim);  // [dim]
 
-  for (int64_t l = 0; l < hp_.block_count; ++l) {
+  for (int64_t l = 0; l < spec_.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const auto bias = [&](const char* n) { return w_.has(p + n) ? &w_.values(p + n) : nullptr; };
-    std::vector<float> xb = rmsnorm(x, w_.values(p + "attn_norm.weight"), hp_.rms_norm_eps);
+    std::vector<float> xb = rmsnorm(x, w_.values(p + "attn_norm.weight"), 1e-5);
     std::vector<float> q = matvec(w_.values(p + "attn_q.weight"), xb, q_dim, bias("attn_q.bias"));
     std::vector<float> k = matvec(w_.values(p + "attn_k.weight"), xb, kv_dim, bias("attn_k.bias"));
     std::vector<float> v = matvec(w_.values(p + "attn_v.weight"), xb, kv_dim, bias("attn_v.bias"));
@@ -115,17 +114,17 @@ std::vector<float> ReferenceTransformer::step(int32_t token) {
                                   bias("attn_output.bias"));
     for (int64_t i = 0; i < dim; ++i) x[i] += o[i];
 
-    xb = rmsnorm(x, w_.values(p + "ffn_norm.weight"), hp_.rms_norm_eps);
-    std::vector<float> hb = matvec(w_.values(p + "ffn_gate.weight"), xb, hp_.feed_forward_length);
-    std::vector<float> hb2 = matvec(w_.values(p + "ffn_up.weight"), xb, hp_.feed_forward_length);
+    xb = rmsnorm(x, w_.values(p + "ffn_norm.weight"), 1e-5);
+    std::vector<float> hb = matvec(w_.values(p + "ffn_gate.weight"), xb, spec_.n_ff);
+    std::vector<float> hb2 = matvec(w_.values(p + "ffn_up.weight"), xb, spec_.n_ff);
     for (size_t i = 0; i < hb.size(); ++i) hb[i] = hb[i] * (1.0f / (1.0f + std::exp(-hb[i]))) * hb2[i];
     std::vector<float> down = matvec(w_.values(p + "ffn_down.weight"), hb, dim);
     for (int64_t i = 0; i < dim; ++i) x[i] += down[i];
   }
   ++pos_;
-  x = rmsnorm(x, w_.values("output_norm.weight"), hp_.rms_norm_eps);
+  x = rmsnorm(x, w_.values("output_norm.weight"), 1e-5);
   const auto& out_w = w_.has("output.weight") ? w_.values("output.weight") : embd;
-  return matvec(out_w, x, hp_.vocab_size);
+  return matvec(out_w, x, spec_.vocab);
 }
 
 std::vector<std::vector<float>> ReferenceTransformer::run(const std::vector<int32_t>& tokens) {

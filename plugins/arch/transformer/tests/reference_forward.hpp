@@ -21,7 +21,7 @@ class ReferenceTransformer {
   void rope(std::vector<float>& vec, int64_t n_heads) const;  // at pos_
 
   const FakeWeightStore& w_;
-  ModelHParams hp_;
+  TinySpec spec_;
   int64_t head_dim_ = 0;
   int64_t pos_ = 0;
   std::vector<std::vector<float>> key_cache_;    // [n_layer][pos * kv_dim]

@@ -120,7 +120,7 @@ class TransformerRope : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(TransformerRope, MatchesReference) {
   TinySpec spec;
-  spec.rope_style = GetParam().style;
+  spec.arch = GetParam().style == RopeStyle::neox ? "qwen2" : "llama";  // GGUF: the architecture decides
   spec.rope_scaling = GetParam().scaling;
   spec.rope_factor = GetParam().factor;
   // head_dim 16, base 500: wavelengths 6.3, 13.7, 29.8, 64.9, 141, ... With an
@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(TransformerRope, StylesGiveDifferentLogits) {
   // Guards the test above against a reference that ignores the style.
   TinySpec adjacent, neox;
-  neox.rope_style = RopeStyle::neox;
+  neox.arch = "qwen2";  // split-halves RoPE
   const auto tokens = random_tokens(6, adjacent.vocab, 5);
   Harness a(adjacent), b(neox);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -189,7 +189,6 @@ TEST(TransformerForward, Qwen2StyleQkvBias) {
   TinySpec spec;
   spec.arch = "qwen2";
   spec.qkv_bias = true;
-  spec.rope_style = RopeStyle::neox;
   check_prefill_decode_reference(spec, 10, 4);
 }
 
@@ -205,14 +204,18 @@ TEST(TransformerModel, StateSpecAndWeightBytes) {
   Harness h(spec);
   ASSERT_TRUE(h.ok());
   const SequenceStateSpec s = h.model().state_spec();
-  EXPECT_EQ(s.n_layer, 2);
-  EXPECT_EQ(s.n_kv_head, 2);
-  EXPECT_EQ(s.head_dim, 16);
+  ASSERT_EQ(s.n_layer(), 2);
+  for (const LayerMemorySpec& l : s.layers) {
+    EXPECT_EQ(l.kind, LayerMemoryKind::attention);
+    EXPECT_EQ(l.n_kv_head, 2);
+    EXPECT_EQ(l.head_dim, 16);
+  }
   EXPECT_EQ(s.max_context, 64);
+  EXPECT_EQ(s.kv_bytes_per_token(), 2u * 2 * 2 * 16 * 4);
   // Per layer: q 64x64, k 32x64, v 32x64, o 64x64, gate/up 96x64, down 64x96; output 50x64.
   const uint64_t per_layer = (64 * 64 + 32 * 64 * 2 + 64 * 64 + 96 * 64 * 3) * 4;
   EXPECT_EQ(h.model().weight_bytes(), 2 * per_layer + 50 * 64 * 4);
-  EXPECT_EQ(h.model().hparams().head_dim, 16);
+  EXPECT_EQ(h.model().vocab_size(), 50);
 }
 
 TEST(TransformerModel, AttentionKernelCalledOncePerLayer) {

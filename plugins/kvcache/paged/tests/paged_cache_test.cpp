@@ -1,4 +1,4 @@
-// The paged cache as a KvCache: parameters and configure(), K/V written and
+// The paged cache as a SequenceMemory: parameters and configure(), K/V written and
 // read through layer views and block tables (forks diverge, copy-on-write
 // copies every layer, reused prefixes hold the right K/V), stats, and the
 // built library.
@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "kv_tagged_rows.hpp"
 #include "paged_cache.hpp"
 #include "plugin_loading.hpp"
-#include "kv_tagged_rows.hpp"
 #include "plugin_test_support.hpp"
+#include "state_specs.hpp"
 
 namespace tessera::plugins {
 const PluginLibrary* paged_kvcache_entry();
@@ -24,12 +25,8 @@ constexpr int32_t kLayers = 2;
 
 // 2 layers, 2 KV heads of 4 floats: 2 * 2 * 2 * 4 * 4 = 128 bytes per token.
 SequenceStateSpec small_spec() {
-  SequenceStateSpec spec;
-  spec.n_layer = kLayers;
-  spec.n_kv_head = 2;
-  spec.head_dim = 4;
-  spec.max_context = 64;
-  return spec;
+  static const test::OwnedStateSpec owned = test::attention_spec(kLayers, 2, 4, 64);
+  return owned.spec();
 }
 
 ParamValues params(int64_t block_size, int64_t memory, int64_t max_sequences = 8, const char* dtype = "f32") {
@@ -66,7 +63,7 @@ void append_tagged(PagedKvCache& cache, SeqId seq, int32_t n, float first_tag) {
 
 TEST(PagedKvCache, EntryDeclaresItsParametersAndTheFactoryWorks) {
   const PluginInfo& info = test::expect_single_plugin(paged_kvcache_entry(), PluginFamily::kvcache, "paged");
-  ASSERT_EQ(info.param_count, 4u);
+  ASSERT_EQ(info.param_count, 5u);
   EXPECT_STREQ(info.params[0].name, "block_size");
   EXPECT_STREQ(info.params[0].default_value, "16");
   EXPECT_STREQ(info.params[1].name, "memory");
@@ -75,13 +72,14 @@ TEST(PagedKvCache, EntryDeclaresItsParametersAndTheFactoryWorks) {
   EXPECT_STREQ(info.params[3].choices, "f32|f16");
   EXPECT_STREQ(info.params[2].name, "max_sequences");
   EXPECT_STREQ(info.params[2].default_value, "256");
+  EXPECT_STREQ(info.params[4].name, "checkpoints");
 
   // test::default_params reads plain integers only, so the 512MiB default is spelled out here.
   ParamValues values = params(16, 512ll << 20, 256);
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(values, &error));
   ASSERT_NE(object, nullptr) << error;
-  auto* cache = static_cast<KvCache*>(object.get());
+  auto* cache = static_cast<SequenceMemory*>(object.get());
   ASSERT_TRUE(cache->configure(small_spec()).ok());
   EXPECT_EQ(cache->layer(0).block_size, 16);
   // 512 MiB / (16 tokens * 128 bytes) blocks.
@@ -162,7 +160,7 @@ TEST(PagedKvCache, AReusedPrefixReadsTheKvItsFirstOwnerWrote) {
 
 TEST(PagedKvCache, StatsCountBlocksAndSharedTokensOnce) {
   auto cache = configured(4, 10);  // 512 bytes per block
-  KvStats empty = cache->stats();
+  MemoryStats empty = cache->stats();
   EXPECT_EQ(empty.blocks_total, 10);
   EXPECT_EQ(empty.blocks_used, 0);
   EXPECT_EQ(empty.bytes_reserved, 10u * 512u);
@@ -174,7 +172,7 @@ TEST(PagedKvCache, StatsCountBlocksAndSharedTokensOnce) {
   ASSERT_TRUE(cache->append_slots(*a, 5).ok());
   auto f = cache->fork(*a);
   ASSERT_TRUE(f.ok());
-  KvStats s = cache->stats();
+  MemoryStats s = cache->stats();
   EXPECT_EQ(s.blocks_used, 2);
   EXPECT_EQ(s.bytes_allocated, 2u * 512u) << "a shared block is allocated once";
   EXPECT_EQ(s.bytes_live, 5u * 128u) << "shared tokens are live once";
@@ -194,7 +192,7 @@ TEST(PagedKvCache, F16PoolsHoldTwiceTheTokensAndKeepEveryRowThroughForks) {
   EXPECT_EQ(cache->layer(0).dtype, DType::f16);
   EXPECT_NE(cache->layer(0).k_f16(), nullptr);
   EXPECT_EQ(cache->layer(0).k_f32(), nullptr) << "the f32 accessor refuses an f16 pool";
-  KvStats empty = cache->stats();
+  MemoryStats empty = cache->stats();
   EXPECT_EQ(empty.blocks_total, 20);
   EXPECT_EQ(empty.bytes_reserved, 20u * 256u);
 
@@ -230,23 +228,14 @@ TEST(PagedKvCache, ConfigureRejectsWhatCannotWork) {
     EXPECT_EQ(odd.stats().bytes_reserved, 3u * 2048u);
   }
   {
-    SequenceStateSpec huge = small_spec();
-    huge.n_layer = 1 << 30;
-    huge.n_kv_head = 1 << 30;
+    const test::OwnedStateSpec huge = test::attention_spec(1 << 16, 1 << 30, 1 << 30, 64);
     PagedKvCache cache(params(4096, 1 << 20));
-    EXPECT_EQ(cache.configure(huge).code(), StatusCode::invalid_argument) << "overflowing sizes are refused";
+    EXPECT_EQ(cache.configure(huge.spec()).code(), StatusCode::invalid_argument) << "overflowing sizes are refused";
   }
   {
-    SequenceStateSpec no_kv = small_spec();
-    no_kv.head_dim = 0;
+    const test::OwnedStateSpec no_kv = test::attention_spec(kLayers, 2, 0, 64);
     PagedKvCache cache(params(16, 1 << 20));
-    EXPECT_EQ(cache.configure(no_kv).code(), StatusCode::invalid_argument);
-  }
-  {
-    SequenceStateSpec mamba = small_spec();
-    mamba.fixed_bytes_per_sequence = 4096;
-    PagedKvCache cache(params(16, 1 << 20));
-    EXPECT_EQ(cache.configure(mamba).code(), StatusCode::unsupported);
+    EXPECT_EQ(cache.configure(no_kv.spec()).code(), StatusCode::invalid_argument);
   }
   {
     PagedKvCache cache(params(16, 1 << 20));
@@ -289,7 +278,7 @@ TEST(PagedKvCache, BuiltLibraryLoadsAndMakesAWorkingCache) {
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(params(8, 1 << 20), &error));
   ASSERT_NE(object, nullptr) << error;
-  auto* cache = static_cast<KvCache*>(object.get());
+  auto* cache = static_cast<SequenceMemory*>(object.get());
   ASSERT_TRUE(cache->configure(small_spec()).ok());
   auto seq = cache->create_sequence();
   ASSERT_TRUE(seq.ok());

@@ -58,9 +58,11 @@ TensorRef make_ref(const char* name, DType type, const char* format, int64_t row
 TEST_F(PluginTest, Describes) {
   EXPECT_EQ(info_->family, PluginFamily::quant);
   EXPECT_STREQ(info_->name, "ggml");
-  const std::vector<std::string> want = {"f32",       "f16",       "bf16",      "ggml.q4_0", "ggml.q4_1", "ggml.q5_0",
-                                         "ggml.q5_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
-  EXPECT_EQ(quantizer_->formats(), want);
+  const std::vector<std::string_view> want = {"f32",       "f16",       "bf16",      "ggml.q4_0",
+                                              "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0",
+                                              "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
+  const auto formats = quantizer_->formats();
+  EXPECT_EQ(std::vector<std::string_view>(formats.begin(), formats.end()), want);
 }
 
 TEST_F(PluginTest, LinearAndDequantizeRows) {

@@ -1,0 +1,149 @@
+#include "engine/step_planner.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tessera {
+
+Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
+  TESSERA_RETURN_IF_ERROR(admit(requests));
+  StepPlan plan;
+  int32_t budget = config_.max_batch_tokens;
+  // Decoding requests first, one token each (and the drafts they verify), so
+  // a long prompt never holds them up; then prompt chunks with what is left.
+  for (Request* r : requests.running) {
+    if (budget <= 0) break;
+    if (r->n_tokens() - r->n_computed != 1) continue;
+    ScheduledRequest item{r, 1, 1, 0};
+    --budget;
+    TESSERA_RETURN_IF_ERROR(draft(*r, budget, item));
+    budget -= item.n_proposed;
+    plan.items.push_back(item);
+  }
+  for (Request* r : requests.running) {
+    if (budget <= 0) break;
+    const int32_t left = r->n_tokens() - r->n_computed;
+    if (left <= 1) continue;
+    const int32_t n = std::min(left, budget);
+    budget -= n;
+    plan.items.push_back({r, n, n == left ? 1 : 0, 0});
+    plan.decode_only = false;
+  }
+  TESSERA_RETURN_IF_ERROR(reserve(requests, plan));
+  return plan;
+}
+
+Status StepPlanner::admit(RequestTable& requests) {
+  std::vector<MemoryDemand> demands;
+  while (!requests.waiting.empty() && static_cast<int32_t>(requests.running.size()) < config_.max_running) {
+    Request* r = requests.waiting.front();
+    // Admit only while the memory holds what every running request may still
+    // grow to, plus this one (SchedulerConfig::reserve_max_tokens): admitting
+    // more would only lead to preempting and recomputing. A request is always
+    // admitted when nothing runs, so the queue cannot stall.
+    if (!requests.running.empty()) {
+      auto target = [&](const Request* q) -> int64_t {
+        return config_.reserve_max_tokens ? q->final_tokens(context_) : q->n_tokens() + 1;
+      };
+      demands.clear();
+      for (const Request* q : requests.running) demands.push_back({q->seq, target(q)});
+      demands.push_back({-1, target(r)});
+      if (!memory_.can_hold(demands)) break;
+    }
+    auto seq = memory_.create_sequence();
+    if (!seq.ok()) {
+      if (seq.status().code() == StatusCode::out_of_memory) break;  // wait for others to finish
+      return seq.status();
+    }
+    r->seq = *seq;
+    r->has_seq = true;
+    // Prefix caching: blocks already holding a prefix of these tokens are reused.
+    r->n_computed = memory_.reuse_prefix(r->seq, r->tokens());
+    if (r->n_computed > 0) spdlog::debug("request {}: {} tokens from the prefix cache", r->index, r->n_computed);
+    requests.waiting.pop_front();
+    requests.running.push_back(r);
+  }
+  stats_.max_running = std::max<int64_t>(stats_.max_running, static_cast<int64_t>(requests.running.size()));
+  return Status::Ok();
+}
+
+Status StepPlanner::draft(Request& r, int32_t budget, ScheduledRequest& item) {
+  r.ctx->clear_proposal();
+  if (proposer_ == nullptr) return Status::Ok();
+  // Room for drafts: the step's budget; the context (the last draft token
+  // sits at position n_tokens - 1 + k); max_tokens (verification always adds
+  // one token of the strategy's own after the accepted drafts).
+  const int64_t generated = r.outcome.result.metrics.generated_tokens;
+  const int64_t room = std::min<int64_t>({budget, config_.max_draft_tokens, context_ - r.n_tokens(),
+                                          r.request.max_tokens - generated - 1});
+  if (room <= 0) return Status::Ok();
+  draft_.clear();
+  TESSERA_RETURN_IF_ERROR(proposer_->propose(r, static_cast<int32_t>(room), draft_));
+  if (draft_.empty()) return Status::Ok();
+  if (static_cast<int64_t>(draft_.size()) > room) draft_.resize(static_cast<size_t>(room));
+  if (!truncates_) {
+    // A recurrent state cannot be cut back: save it before the draft tokens
+    // advance it, to return to if some are rejected.
+    auto checkpoint = memory_.checkpoint(r.seq);
+    if (!checkpoint.ok()) {
+      if (checkpoint.status().code() == StatusCode::out_of_memory) return Status::Ok();  // verify nothing this step
+      return checkpoint.status();
+    }
+    r.checkpoint = *checkpoint;
+  }
+  r.ctx->propose(draft_);
+  const auto k = static_cast<int32_t>(draft_.size());
+  item.n_tokens += k;
+  item.n_logits += k;
+  item.n_proposed = k;
+  return Status::Ok();
+}
+
+void StepPlanner::preempt(RequestTable& requests, Request& r) {
+  memory_.release(r.seq);  // with its checkpoints
+  r.has_seq = false;
+  r.checkpoint.reset();
+  r.n_computed = 0;
+  r.ctx->clear_proposal();
+  ++r.outcome.preemptions;
+  ++stats_.preemptions;
+  requests.running.erase(std::find(requests.running.begin(), requests.running.end(), &r));
+  requests.waiting.push_front(&r);
+  spdlog::debug("request {} preempted (recompute): the memory is full", r.index);
+}
+
+Status StepPlanner::reserve(RequestTable& requests, StepPlan& plan) {
+  auto& items = plan.items;
+  auto scheduled = [&](const Request* r) {
+    return std::find_if(items.begin(), items.end(), [&](const ScheduledRequest& s) { return s.request == r; });
+  };
+  for (size_t i = 0; i < items.size();) {
+    Request* r = items[i].request;
+    Status s = memory_.append_slots(r->seq, items[i].n_tokens);
+    if (s.ok()) {
+      ++i;
+      continue;
+    }
+    if (s.code() != StatusCode::out_of_memory) return s;
+    // Out of slots: preempt the most recently admitted request (its slots for
+    // this step, if already reserved, go with its sequence).
+    Request* victim = requests.running.back();
+    if (victim == r && requests.running.size() == 1) {
+      plan.failed.emplace_back(r, OutOfMemory(fmt::format(
+                                      "request {} alone needs more memory than the kvcache has free ({})", r->index,
+                                      s.message())));
+      items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (auto it = scheduled(victim); it != items.end()) {
+      if (it < items.begin() + static_cast<std::ptrdiff_t>(i)) --i;
+      items.erase(it);
+    }
+    preempt(requests, *victim);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera
