@@ -135,5 +135,16 @@ TEST(Cli, MissingModelFileIsAClearError) {
   EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
 }
 
+// --set takes its argument whole: a TOML array or text with commas is one value.
+TEST(Cli, SetValuesMayHoldCommas) {
+  const auto p = write_file("commas.toml", fixture_pipeline());
+  // --output applies only with several prompts: accepted, the array was read as one.
+  auto r = run_command(kCli + " run " + p.string() + " --set 'run.prompts=[\"a\", \"b\"]' --output " +
+                       (scratch_dir() / "commas.jsonl").string());
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;  // went on to open the (absent) model
+  r = run_command(kCli + " run " + p.string() + " --set 'run.prompt=Hello, world'");
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tessera::test
