@@ -5,6 +5,7 @@
 # default model, runs pipelines/quickstart.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_dir=${TESSERA_BUILD_DIR:-build}  # as in scripts/build.sh
 
 # Each stage prints the seconds it took, as scripts/test.sh does.
 stage_start=$SECONDS
@@ -30,7 +31,7 @@ else
 fi
 stage_done "dependencies"
 
-echo "== build: the CLI, the core and the plugins (target tessera_runtime) into build/"
+echo "== build: the CLI, the core and the plugins (target tessera_runtime) into $build_dir/"
 bash scripts/build.sh --target tessera_runtime
 stage_done "build"
 
@@ -38,6 +39,6 @@ bash scripts/fetch-model.sh
 bash scripts/fetch-eval-text.sh
 stage_done "model and text"
 
-echo "== quickstart: build/bin/tessera run pipelines/quickstart.toml"
-build/bin/tessera run pipelines/quickstart.toml
+echo "== quickstart: $build_dir/bin/tessera run pipelines/quickstart.toml"
+"$build_dir/bin/tessera" run pipelines/quickstart.toml
 stage_done "quickstart"
