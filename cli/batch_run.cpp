@@ -1,7 +1,6 @@
 #include "batch_run.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,12 +40,12 @@ int run_batch(Session& session, std::vector<GenerationRequest> requests, const B
                s.steps, s.max_running, s.preemptions, static_cast<double>(s.peak_kv_bytes_allocated) / (1 << 20),
                s.peak_kv_waste_percent, static_cast<double>(peak_rss_bytes()) / (1 << 20));
   }
-  if (!options.output.empty()) {
-    std::ofstream out(options.output);
-    if (!out) return report(InvalidArgument(fmt::format("cannot write '{}'", options.output)));
-    for (const auto& o : *outcomes) out << o.to_json().dump() << "\n";
+  if (options.output != nullptr) {
+    std::string lines;
+    for (const auto& o : *outcomes) lines += o.to_json().dump() + "\n";
+    if (auto written = options.output->write(lines); !written.ok()) return report(written);
   }
-  if (!options.metrics_json.empty()) {
+  if (options.metrics_json != nullptr) {
     nlohmann::json j = s.to_json();
     j["requests"] = outcomes->size();
     j["failed"] = failed;
@@ -54,9 +53,7 @@ int run_batch(Session& session, std::vector<GenerationRequest> requests, const B
     j["peak_rss_bytes"] = peak_rss_bytes();
     j["threads"] = session.threads();
     j["plugins"] = session.plugin_stats();
-    std::ofstream out(options.metrics_json);
-    if (!out) return report(InvalidArgument(fmt::format("cannot write '{}'", options.metrics_json)));
-    out << j.dump(2) << "\n";
+    if (auto written = options.metrics_json->write(j.dump(2) + "\n"); !written.ok()) return report(written);
   }
   return failed > 0 ? kExitRuntime : kExitOk;
 }

@@ -5,13 +5,14 @@
 #include <vector>
 
 #include "engine/session.hpp"
+#include "output_file.hpp"
 
 namespace tessera::cli {
 
 struct BatchOptions {
   int32_t max_batch_tokens = 512;
-  std::string output;        // JSONL, one line per request ("" = none)
-  std::string metrics_json;  // aggregate metrics ("" = none)
+  const OutputFile* output = nullptr;        // JSONL, one line per request (null = none)
+  const OutputFile* metrics_json = nullptr;  // aggregate metrics (null = none)
   bool quiet = false;
 };
 

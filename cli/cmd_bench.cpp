@@ -1,4 +1,5 @@
-// tessera bench PIPELINE [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--threads T] [--json]
+// tessera bench PIPELINE [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--seed S] [--threads T] [--set k=v]...
+//               [--json] [--requests N [--prompt-range A:B] [--gen-range A:B] [--max-batch-tokens N]]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -32,39 +33,39 @@ int cmd_bench(int argc, char** argv) {
       "prompt-tokens", "prompt length", cxxopts::value<int32_t>()->default_value("512"))(
       "gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))(
       "repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))(
-      "threads", "CPU threads (overrides [run] threads)", cxxopts::value<int32_t>())(
       "requests", "batch workload: this many concurrent requests (continuous batching)", cxxopts::value<int32_t>())(
       "prompt-range", "batch workload: prompt lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:512"))(
       "gen-range", "batch workload: generation lengths MIN:MAX",
       cxxopts::value<std::string>()->default_value("16:256"))(
-      "max-batch-tokens", "batch workload: tokens per forward step", cxxopts::value<int32_t>()->default_value("512"))(
-      "seed", "workload seed", cxxopts::value<uint64_t>()->default_value("1"))(
-      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "json", "print one JSON object instead of the table");
+      "seed",
+      "seed of the random workload: the prompt tokens, and with --requests the lengths (bench decodes "
+      "greedily: this is not [sampling] seed)",
+      cxxopts::value<uint64_t>()->default_value("1"));
+  add_shared_options(options, kSetOption | kThreadsOption | kMaxBatchTokensOption | kJsonOption);
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  if (auto exit = parse_command_line(options, argc, argv, &args, "pipeline",
-                                     "tessera bench needs a pipeline file (see --help)", "only errors on stderr"))
+  if (auto exit = parse_command_line(options, argc, argv, &args,
+                                     {"pipeline", "tessera bench needs a pipeline file (see --help)"}))
     return *exit;
-  auto sets = parse_sets(args);
-  if (!sets.ok()) return report(sets.status());
-  auto overrides = std::move(sets).value();
-  if (args.count("threads")) overrides.push_back({"run", "threads", std::to_string(args["threads"].as<int32_t>())});
+  const auto batch_tokens = max_batch_tokens(args);
+  if (!batch_tokens.ok()) return report(batch_tokens.status());
+  BatchBenchConfig batch;
+  if (!parse_range(args["prompt-range"].as<std::string>(), &batch.prompt_min, &batch.prompt_max) ||
+      !parse_range(args["gen-range"].as<std::string>(), &batch.gen_min, &batch.gen_max))
+    return report_usage("--prompt-range and --gen-range take MIN:MAX (for example 16:512)");
+  auto overrides = shared_overrides(args);
+  if (!overrides.ok()) return report(overrides.status());
 
   PluginRegistry registry;
-  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), overrides, registry);
+  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), *overrides, registry);
   if (!pipeline.ok()) return report(pipeline.status());
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
 
   if (args.count("requests")) {
-    BatchBenchConfig batch;
     batch.requests = args["requests"].as<int32_t>();
-    batch.max_batch_tokens = args["max-batch-tokens"].as<int32_t>();
+    batch.max_batch_tokens = *batch_tokens;
     batch.seed = args["seed"].as<uint64_t>();
-    if (!parse_range(args["prompt-range"].as<std::string>(), &batch.prompt_min, &batch.prompt_max) ||
-        !parse_range(args["gen-range"].as<std::string>(), &batch.gen_min, &batch.gen_max))
-      return report_usage("--prompt-range and --gen-range take MIN:MAX (for example 16:512)");
     auto result = run_batch_bench(**session, batch);
     if (!result.ok()) return report(result.status());
     const BatchBenchReport& b = *result;
@@ -98,6 +99,7 @@ int cmd_bench(int argc, char** argv) {
   config.prompt_tokens = args["prompt-tokens"].as<int32_t>();
   config.gen_tokens = args["gen-tokens"].as<int32_t>();
   config.repeat = args["repeat"].as<int32_t>();
+  config.seed = args["seed"].as<uint64_t>();
   const bool quiet = args.count("quiet") > 0;
   auto report_or = run_bench(**session, config, [&](int done, int total) {
     if (!quiet) fmt::print(stderr, "\rbench: run {}/{} (first is warm-up)", done, total);

@@ -13,13 +13,12 @@ namespace tessera::cli {
 int cmd_inspect(int argc, char** argv) {
   cxxopts::Options options("tessera inspect", "Describe a model file: architecture, sizes, tokenizer, template.");
   options.positional_help("MODEL");
-  options.add_options()("model", "a .gguf file or a Hugging Face safetensors folder", cxxopts::value<std::string>())(
-      "json", "print JSON for scripts");
+  options.add_options()("model", "a .gguf file or a Hugging Face safetensors folder", cxxopts::value<std::string>());
+  add_shared_options(options, kJsonOption);
   options.parse_positional({"model"});
   cxxopts::ParseResult args;
-  if (auto exit =
-          parse_command_line(options, argc, argv, &args, "model",
-                             "tessera inspect needs a model file or folder (see --help)", "only errors on stderr"))
+  if (auto exit = parse_command_line(options, argc, argv, &args,
+                                     {"model", "tessera inspect needs a model file or folder (see --help)"}))
     return *exit;
   auto model = open_model(args["model"].as<std::string>());
   if (!model.ok()) return report(model.status());

@@ -1,4 +1,4 @@
-// tessera perplexity PIPELINE --text FILE [--ctx N] [--chunks N] [--json]
+// tessera perplexity PIPELINE --text FILE [--ctx N] [--chunks N] [--threads N] [--set k=v]... [--json]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -19,14 +19,14 @@ int cmd_perplexity(int argc, char** argv) {
   options.add_options()("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())(
       "text", "text file to score", cxxopts::value<std::string>())("ctx", "window length in tokens",
                                                                    cxxopts::value<int64_t>()->default_value("512"))(
-      "chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"))(
-      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "json", "print one JSON object");
+      "chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"));
+  add_shared_options(options, kSetOption | kThreadsOption | kJsonOption);
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  if (auto exit = parse_command_line(options, argc, argv, &args, "pipeline",
-                                     "tessera perplexity needs a pipeline file and --text FILE (see --help)",
-                                     "only errors on stderr, no progress bar"))
+  if (auto exit =
+          parse_command_line(options, argc, argv, &args,
+                             {"pipeline", "tessera perplexity needs a pipeline file and --text FILE (see --help)",
+                              "the text to score goes after --text"}))
     return *exit;
   if (!args.count("text")) return report_usage("tessera perplexity needs a pipeline file and --text FILE (see --help)");
 
@@ -34,10 +34,10 @@ int cmd_perplexity(int argc, char** argv) {
   const auto text = read_file(text_path, "text file");
   if (!text.ok()) return report(text.status());
 
-  auto sets = parse_sets(args);
-  if (!sets.ok()) return report(sets.status());
+  auto overrides = shared_overrides(args);
+  if (!overrides.ok()) return report(overrides.status());
   PluginRegistry registry;
-  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), *sets, registry);
+  auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), *overrides, registry);
   if (!pipeline.ok()) return report(pipeline.status());
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());

@@ -61,11 +61,15 @@ int describe(const PluginRegistry& registry, const std::string& name) {
 }  // namespace
 
 int cmd_plugins(int argc, char** argv) {
-  cxxopts::Options options("tessera plugins", "List the plugins found on the search path, or describe one.");
+  cxxopts::Options options("tessera plugins",
+                           "List the plugins found on the search path, or describe one. With -v the listing adds the "
+                           "folders searched and every rejected file with its reason.");
   options.add_options()("describe", "print a plugin's (or a core section's) parameters", cxxopts::value<std::string>())(
       "path", "extra plugin folder, searched first (repeatable)", cxxopts::value<std::vector<std::string>>());
   cxxopts::ParseResult args;
-  if (auto exit = parse_command_line(options, argc, argv, &args)) return *exit;
+  if (auto exit = parse_command_line(options, argc, argv, &args,
+                                     {nullptr, nullptr, "to describe a plugin, name it after --describe"}))
+    return *exit;
 
   std::vector<std::filesystem::path> extra;
   if (args.count("path")) {

@@ -1,14 +1,16 @@
-// tessera run PIPELINE [--prompt TEXT] [--max-tokens N] [--seed N] [--set k=v]... [--metrics-json PATH]
+// tessera run PIPELINE [--prompt TEXT] [--max-tokens N] [--seed N] [--threads N] [--set k=v]... [--metrics-json PATH]
+//                      [--prompts-file FILE [--output FILE] [--max-batch-tokens N]]
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
+#include <optional>
 
 #include "batch_requests.hpp"
 #include "batch_run.hpp"
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
 #include "engine/session.hpp"
+#include "output_file.hpp"
 #include "pipeline/pipeline.hpp"
 #include "plugin/registry.hpp"
 
@@ -21,23 +23,24 @@ int cmd_run(int argc, char** argv) {
       "prompt", "prompt text (overrides [run] prompt)", cxxopts::value<std::string>())(
       "max-tokens", "most tokens to generate (overrides [run] max_tokens)", cxxopts::value<std::string>())(
       "seed", "sampling seed (overrides [sampling] seed)", cxxopts::value<std::string>())(
-      "set", "override any key: section.key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "metrics-json", "write the metrics as one JSON object to this file", cxxopts::value<std::string>())(
       "prompts-file", "run many requests concurrently: one prompt per line, or JSONL with per-request settings",
-      cxxopts::value<std::string>())("output", "with several requests: write one JSON line per request to this file",
-                                     cxxopts::value<std::string>())(
-      "max-batch-tokens", "tokens one forward step may take (continuous batching)",
-      cxxopts::value<int32_t>()->default_value("512"));
+      cxxopts::value<std::string>())(
+      "output", "with several requests (--prompts-file or [run] prompts): write one JSON line per request to this file",
+      cxxopts::value<std::string>());
+  add_shared_options(options, kSetOption | kThreadsOption | kMaxBatchTokensOption);
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
-  if (auto exit =
-          parse_command_line(options, argc, argv, &args, "pipeline", "tessera run needs a pipeline file (see --help)",
-                             "only errors on stderr, no metrics summary"))
+  if (auto exit = parse_command_line(
+          options, argc, argv, &args,
+          {"pipeline", "tessera run needs a pipeline file (see --help)", "a prompt goes after --prompt"}))
     return *exit;
+  const auto batch_tokens = max_batch_tokens(args);
+  if (!batch_tokens.ok()) return report(batch_tokens.status());
 
-  auto sets = parse_sets(args);
-  if (!sets.ok()) return report(sets.status());
-  std::vector<PipelineOverride> overrides = std::move(sets).value();
+  auto shared = shared_overrides(args);
+  if (!shared.ok()) return report(shared.status());
+  std::vector<PipelineOverride> overrides = std::move(shared).value();
   if (args.count("prompt")) overrides.push_back({"run", "prompt", args["prompt"].as<std::string>(), true});
   if (args.count("max-tokens")) overrides.push_back({"run", "max_tokens", args["max-tokens"].as<std::string>()});
   if (args.count("seed")) overrides.push_back({"sampling", "seed", args["seed"].as<std::string>()});
@@ -46,10 +49,29 @@ int cmd_run(int argc, char** argv) {
   auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), overrides, registry);
   if (!pipeline.ok()) return report(pipeline.status());
 
+  // Usage mistakes the pipeline decides, and the files written at the end:
+  // all found here, before Session::open loads the model.
+  const bool batch = args.count("prompts-file") > 0 || !pipeline->run.get_list("prompts").empty();
+  if (args.count("output") && !batch)
+    return report_usage(
+        "--output writes one JSON line per request and only applies with --prompts-file or [run] prompts; "
+        "for a single prompt, --metrics-json writes its metrics");
+  std::optional<OutputFile> output, metrics;
+  if (args.count("output")) {
+    auto file = OutputFile::check(args["output"].as<std::string>(), "the results");
+    if (!file.ok()) return report(file.status());
+    output = std::move(file).value();
+  }
+  if (args.count("metrics-json")) {
+    auto file = OutputFile::check(args["metrics-json"].as<std::string>(), "metrics");
+    if (!file.ok()) return report(file.status());
+    metrics = std::move(file).value();
+  }
+
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
   const GenerationRequest request = (*session)->request_from_pipeline();
-  if (args.count("prompts-file") || !pipeline->run.get_list("prompts").empty()) {
+  if (batch) {
     std::vector<GenerationRequest> requests;
     if (args.count("prompts-file")) {
       auto read = read_prompts_file(args["prompts-file"].as<std::string>(), request);
@@ -61,12 +83,12 @@ int cmd_run(int argc, char** argv) {
         requests.back().prompt = prompt;
       }
     }
-    BatchOptions batch;
-    batch.max_batch_tokens = args["max-batch-tokens"].as<int32_t>();
-    if (args.count("output")) batch.output = args["output"].as<std::string>();
-    if (args.count("metrics-json")) batch.metrics_json = args["metrics-json"].as<std::string>();
-    batch.quiet = args.count("quiet") > 0;
-    return run_batch(**session, requests, batch);
+    BatchOptions options_for_batch;
+    options_for_batch.max_batch_tokens = *batch_tokens;
+    options_for_batch.output = output ? &*output : nullptr;
+    options_for_batch.metrics_json = metrics ? &*metrics : nullptr;
+    options_for_batch.quiet = args.count("quiet") > 0;
+    return run_batch(**session, requests, options_for_batch);
   }
   const bool stream = pipeline->run.get_bool("stream");
   auto result = (*session)->generate(request, [&](std::string_view text) {
@@ -90,16 +112,12 @@ int cmd_run(int argc, char** argv) {
                m.prompt_tokens, m.generated_tokens, m.stop_reason, m.ttft_ms, m.prefill_tokens_per_s(),
                m.decode_tokens_per_s(), m.ms_per_token(), static_cast<double>(peak) / (1 << 20));
   }
-  if (args.count("metrics-json")) {
+  if (metrics) {
     nlohmann::json j = m.to_json();
     j["peak_rss_bytes"] = peak;
     j["threads"] = (*session)->threads();
     j["plugins"] = (*session)->plugin_stats();
-    std::ofstream out(args["metrics-json"].as<std::string>());
-    if (!out)
-      return report(
-          InvalidArgument(fmt::format("cannot write metrics to '{}'", args["metrics-json"].as<std::string>())));
-    out << j.dump(2) << "\n";
+    if (auto written = metrics->write(j.dump(2) + "\n"); !written.ok()) return report(written);
   }
   return kExitOk;
 }

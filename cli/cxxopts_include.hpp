@@ -3,6 +3,11 @@
 // assignment inlined from the header) silenced; the header is not ours to change.
 #pragma once
 
+// Repeatable options (--set, --path) take each argument whole: cxxopts would
+// split it at commas, breaking --set 'run.prompts=["a", "b"]' (a TOML array)
+// and --set 'run.prompt=Hello, world'. No argument can hold a NUL.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wrestrict"

@@ -33,4 +33,6 @@ function(tessera_add_plugin name)
     set(TESSERA_PLUGIN_SUBDIR ${CMAKE_INSTALL_LIBDIR}/tessera/plugins)
   endif()
   install(TARGETS ${name} LIBRARY DESTINATION ${TESSERA_PLUGIN_SUBDIR})
+  # The project's tessera_runtime target builds every plugin listed here.
+  set_property(GLOBAL APPEND PROPERTY TESSERA_PLUGIN_TARGETS ${name})
 endfunction()

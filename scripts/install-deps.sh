@@ -4,10 +4,10 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config python3 python3-pip
+  cmake make ninja-build g++ clang libclang-rt-14-dev pkg-config python3 python3-pip
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libomp-dev
-  libpcre2-dev jargon-text
+  libpcre2-dev libssl-dev jargon-text
 )
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: builds, fetches the model and the tokenizer test vectors,
-# runs the whole CTest suite (unit and integration), then the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then each fuzz target
-# for a bounded time. `--quick` stops after the CTest suite.
+# Runs every test: checks that CMake's default generator configures, builds
+# everything (tests and benchmarks included), fetches the model and the
+# tokenizer test vectors, runs the whole CTest suite (unit and integration),
+# then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then each fuzz target for a bounded time. `--quick` stops after the CTest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -14,6 +15,22 @@ stage_done() { echo "== $1: $((SECONDS - stage_start)) s"; stage_start=$SECONDS;
 
 bash scripts/install-deps.sh
 stage_done "dependencies"
+
+# scripts/build.sh uses Ninja; a user who types `cmake -S . -B build` gets
+# CMake's default generator (Unix Makefiles). Configure once with it, in a
+# scratch folder and without building (seconds), so a change that breaks
+# configuring with Makefiles fails here.
+echo "== configure with Unix Makefiles (configure only)"
+makefiles_dir=$(mktemp -d)
+if ! cmake -S . -B "$makefiles_dir" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DTESSERA_PLUGIN_FILTER= \
+    >"$makefiles_dir.log" 2>&1; then
+  cat "$makefiles_dir.log"
+  echo "!! configuring with Unix Makefiles failed" >&2
+  exit 1
+fi
+rm -rf "$makefiles_dir" "$makefiles_dir.log"
+stage_done "configure with Unix Makefiles"
+
 bash scripts/build.sh
 stage_done "release build"
 bash scripts/fetch-model.sh

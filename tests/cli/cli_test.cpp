@@ -2,8 +2,11 @@
 // code (2 for usage and configuration mistakes), never a crash.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "run_command.hpp"
 #include "tessera/plugin.hpp"
@@ -14,6 +17,13 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kCli = TESSERA_CLI;
 const std::string kFixtures = TESSERA_FIXTURE_DIR;
+const fs::path kModel = fs::path(TESSERA_SOURCE_DIR) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+const std::string kQuickstart = (fs::path(TESSERA_SOURCE_DIR) / "pipelines" / "quickstart.toml").string();
+
+// Tests that run the default model say so when it is absent (they are skipped
+// with the reason printed, as the integration tests are).
+#define SKIP_WITHOUT_MODEL() \
+  if (!fs::exists(kModel)) GTEST_SKIP() << kModel.string() << " is absent: run scripts/fetch-model.sh"
 
 fs::path scratch_dir() {
   const fs::path dir = fs::temp_directory_path() / ("tessera_cli_test_" + std::to_string(::getpid()));
@@ -32,6 +42,22 @@ std::string fixture_pipeline(const std::string& extra = "") {
   return "[plugins]\npaths = [\"" + kFixtures + "/first\"]\n[model]\npath = \"model.gguf\"\n"
          "[kvcache]\nplugin = \"fixture_kv\"\n[attention]\nplugin = \"fixture_attn\"\n"
          "[decoding]\nplugin = \"fixture_fixed\"\n" + extra;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Files in `dir` whose name starts with `prefix` (the temporary files an
+// output file is written through are ".NAME.tmp.XXXXXX").
+std::vector<std::string> files_starting_with(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+  return out;
 }
 
 void expect_one_clear_error(const CommandResult& r, int code, const std::string& needle) {
@@ -133,6 +159,219 @@ TEST(Cli, MissingModelFileIsAClearError) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+}
+
+// --set takes its argument whole: a TOML array or text with commas is one value.
+TEST(Cli, SetValuesMayHoldCommas) {
+  const auto p = write_file("commas.toml", fixture_pipeline());
+  // --output applies only with several prompts: accepted, the array was read as one.
+  auto r = run_command(kCli + " run " + p.string() + " --set 'run.prompts=[\"a\", \"b\"]' --output " +
+                       (scratch_dir() / "commas.jsonl").string());
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;  // went on to open the (absent) model
+  r = run_command(kCli + " run " + p.string() + " --set 'run.prompt=Hello, world'");
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+}
+
+// Issue 16, item 1: arguments beyond a command's one positional are errors.
+TEST(Cli, ExtraPositionalArgumentsAreErrors) {
+  const auto p = write_file("extra.toml", fixture_pipeline());
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " b.toml"), 2,
+                         "unexpected argument 'b.toml': tessera run takes one PIPELINE");
+  expect_one_clear_error(run_command(kCli + " run a.toml b.toml"), 2, "unexpected argument 'b.toml'");
+  // A prompt written without --prompt.
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " 'Why is the sky blue?'"), 2,
+                         "a prompt goes after --prompt");
+  expect_one_clear_error(run_command(kCli + " inspect m.gguf extra"), 2,
+                         "unexpected argument 'extra': tessera inspect takes one MODEL");
+  expect_one_clear_error(run_command(kCli + " bench a.toml b.toml c.toml"), 2,
+                         "unexpected arguments 'b.toml', 'c.toml'");
+  expect_one_clear_error(run_command(kCli + " perplexity a.toml b.toml --text t.txt"), 2,
+                         "unexpected argument 'b.toml'");
+  expect_one_clear_error(run_command(kCli + " plugins attention/paged"), 2,
+                         "unexpected argument 'attention/paged': tessera plugins takes no arguments");
+  // After "--" too.
+  expect_one_clear_error(run_command(kCli + " run -- a.toml b.toml"), 2, "unexpected argument 'b.toml'");
+}
+
+// Item 2: an option that takes a value, followed by another option instead.
+TEST(Cli, AnOptionIsNotTakenAsTheValueOfTheOneBefore) {
+  const auto p = write_file("value.toml", fixture_pipeline());
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " --prompt --max-tokens 5"), 2,
+                         "--prompt needs a value; '--max-tokens' is an option. To pass text starting with '--', "
+                         "write --prompt=--text");
+  // Every option that takes a value, in every command; --name=value forms and short options count too.
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " --seed --set=run.chat=true"), 2,
+                         "--seed needs a value; '--set=run.chat=true' is an option");
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " --metrics-json -q"), 2,
+                         "--metrics-json needs a value; '-q' is an option");
+  expect_one_clear_error(run_command(kCli + " run " + p.string() + " --set --threads 2"), 2,
+                         "--set needs a value; '--threads' is an option");
+  expect_one_clear_error(run_command(kCli + " bench " + p.string() + " --max-batch-tokens --json"), 2,
+                         "--max-batch-tokens needs a value; '--json' is an option");
+  expect_one_clear_error(run_command(kCli + " perplexity " + p.string() + " --text --ctx 64"), 2,
+                         "--text needs a value; '--ctx' is an option");
+  expect_one_clear_error(run_command(kCli + " plugins --describe --verbose"), 2,
+                         "--describe needs a value; '--verbose' is an option");
+  // Text that only looks like an option is a value, and so is anything after "=".
+  auto r = run_command(kCli + " run " + p.string() + " --prompt --not-an-option -q");
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;  // went on to open the (absent) model
+  r = run_command(kCli + " run " + p.string() + " --prompt=--max-tokens -q");
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PromptStartingWithDashesIsPassedWithEquals) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path dir = scratch_dir();
+  const std::string common = kCli + " run " + kQuickstart + " -q --threads 1 --max-tokens 1 --set run.chat=false";
+  auto a = run_command(common + " --prompt=--max-tokens --metrics-json " + (dir / "dash_a.json").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto b =
+      run_command(common + " --set 'run.prompt=\"--max-tokens\"' --metrics-json " + (dir / "dash_b.json").string());
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(slurp(dir / "dash_a.json"));
+  const auto jb = nlohmann::json::parse(slurp(dir / "dash_b.json"));
+  EXPECT_EQ(ja["prompt_tokens"], jb["prompt_tokens"]);
+  EXPECT_EQ(ja["token_ids"], jb["token_ids"]);
+}
+
+// Item 3: --output with a single prompt is refused, after the pipeline is read
+// (it decides whether there are several) and before the model loads.
+TEST(Cli, OutputWithASinglePromptIsAnError) {
+  const fs::path dir = scratch_dir();
+  const auto single = write_file("single.toml", fixture_pipeline());
+  const fs::path out = dir / "single_out.jsonl";
+  expect_one_clear_error(run_command(kCli + " run " + single.string() + " --output " + out.string()), 2,
+                         "--output writes one JSON line per request and only applies with --prompts-file or [run] "
+                         "prompts");
+  EXPECT_FALSE(fs::exists(out));
+  // With [run] prompts it applies: the run goes on to the model (absent here).
+  const auto several = write_file("several.toml", fixture_pipeline("[run]\nprompts = [\"a\", \"b\"]\n"));
+  auto r = run_command(kCli + " run " + several.string() + " --output " + out.string());
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--output"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Item 4: the flags several commands share have one name, type and help.
+TEST(Cli, SharedFlagsAreTheSameInEveryCommand) {
+  // Each command's help for a flag, with the padding and line breaks (which
+  // depend on the command's longest option) squeezed out.
+  auto help_line = [](const std::string& command, const std::string& flag) {
+    auto r = run_command(kCli + " " + command + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    std::istringstream lines(r.out);
+    std::string squeezed;
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream in(line);
+      std::vector<std::string> words;
+      for (std::string w; in >> w;) words.push_back(w);
+      const bool option_line = !words.empty() && words[0][0] == '-';
+      if (!squeezed.empty() && (words.empty() || option_line)) break;  // the next option: done
+      // "-v, --verbose  debug logging", "--set arg  override ...", then continuation lines
+      const bool found = option_line && (words[0] == flag || (words.size() > 1 && words[0].size() == 3 &&
+                                                              words[0].back() == ',' && words[1] == flag));
+      if (!found && squeezed.empty()) continue;
+      for (const auto& w : words) squeezed += (squeezed.empty() ? "" : " ") + w;
+    }
+    if (squeezed.empty()) ADD_FAILURE() << command << " --help has no " << flag << ":\n" << r.out;
+    return squeezed;
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> shared = {
+      {"--set", {"run", "bench", "perplexity"}},
+      {"--threads", {"run", "bench", "perplexity"}},
+      {"--max-batch-tokens", {"run", "bench"}},
+      {"--json", {"bench", "perplexity", "inspect"}},
+      {"--verbose", {"run", "bench", "perplexity", "inspect", "plugins"}},
+      {"--quiet", {"run", "bench", "perplexity", "inspect", "plugins"}},
+  };
+  for (const auto& [flag, commands] : shared) {
+    const std::string first = help_line(commands.front(), flag);
+    for (const auto& command : commands) EXPECT_EQ(help_line(command, flag), first) << flag << " in " << command;
+  }
+  // --threads is [run] threads, validated as such, in run as in bench and perplexity.
+  const auto p = write_file("threads.toml", fixture_pipeline());
+  const auto text = write_file("threads.txt", "some text\n");
+  for (const std::string& command : std::vector<std::string>{"run", "bench", "perplexity --text " + text.string()}) {
+    auto r = run_command(kCli + " " + command + " " + p.string() + " --threads -1");
+    expect_one_clear_error(r, 2, "'threads' = -1 is out of range");
+    EXPECT_EQ(r.err.find("model.gguf"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, RunTakesThreads) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path m = scratch_dir() / "threads_metrics.json";
+  auto r = run_command(kCli + " run " + kQuickstart + " -q --threads 1 --max-tokens 1 --metrics-json " + m.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(m))["threads"], 1);
+}
+
+// Item 5: a step that may take no token never finishes a batch.
+TEST(Cli, MaxBatchTokensBelowOneIsAnError) {
+  const auto p = write_file("batch.toml", fixture_pipeline("[run]\nprompts = [\"a\", \"b\"]\n"));
+  // `timeout`: before the fix a batch run spun forever.
+  for (const std::string value : {"0", "-3"}) {
+    for (const std::string command : {"run", "bench"}) {
+      expect_one_clear_error(
+          run_command("timeout 60 " + kCli + " " + command + " " + p.string() + " --max-batch-tokens " + value), 2,
+          "--max-batch-tokens must be at least 1 (the tokens one forward step may take), not " + value);
+    }
+  }
+  expect_one_clear_error(run_command("timeout 60 " + kCli + " run " + p.string() + " --max-batch-tokens=0"), 2,
+                         "--max-batch-tokens must be at least 1");
+}
+
+// Item 6: --output and --metrics-json are checked before the model loads, with
+// the system's reason, and nothing is left behind when the run fails.
+TEST(Cli, OutputPathsAreCheckedBeforeTheRun) {
+  const fs::path dir = scratch_dir();
+  const auto single = write_file("paths.toml", fixture_pipeline());
+  const auto several = write_file("paths2.toml", fixture_pipeline("[run]\nprompts = [\"a\", \"b\"]\n"));
+  // The model is absent: an error that names the path, not the model, came first.
+  expect_one_clear_error(run_command(kCli + " run " + single.string() + " --metrics-json /nonexistent/m.json"), 2,
+                         "cannot write metrics to '/nonexistent/m.json': No such file or directory");
+  expect_one_clear_error(run_command(kCli + " run " + single.string() + " --metrics-json " + dir.string()), 2,
+                         "cannot write metrics to '" + dir.string() + "': Is a directory");
+  expect_one_clear_error(
+      run_command(kCli + " run " + single.string() + " --metrics-json " + single.string() + "/m.json"), 2,
+      "Not a directory");
+  expect_one_clear_error(run_command(kCli + " run " + several.string() + " --output /nonexistent/o.jsonl"), 2,
+                         "cannot write the results to '/nonexistent/o.jsonl': No such file or directory");
+  // A run that fails after the check leaves neither the file nor a temporary one.
+  auto r = run_command(kCli + " run " + several.string() + " --output " + (dir / "failed.jsonl").string() +
+                       " --metrics-json " + (dir / "failed.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "failed.jsonl"));
+  EXPECT_FALSE(fs::exists(dir / "failed.json"));
+  EXPECT_TRUE(files_starting_with(dir, ".failed").empty());
+}
+
+TEST(Cli, OutputFilesAreReplacedWhole) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path dir = scratch_dir() / "replaced";
+  fs::create_directories(dir);
+  // Longer than what replaces them: a file written over in place would keep a tail.
+  const std::string junk(100000, 'x');
+  std::ofstream(dir / "m.json") << junk;
+  std::ofstream(dir / "o.jsonl") << junk;
+  auto r =
+      run_command(kCli + " run " + kQuickstart + " -q --threads 1 --max-tokens 2 --set 'run.prompts=[\"a\", \"b\"]'" +
+                  " --output " + (dir / "o.jsonl").string() + " --metrics-json " + (dir / "m.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "m.json"))["requests"], 2);
+  std::istringstream lines(slurp(dir / "o.jsonl"));
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  EXPECT_EQ(count, 2);
+  EXPECT_TRUE(files_starting_with(dir, ".").empty());
+  // A single prompt's metrics to /dev/stdout follow the text on stdout.
+  r = run_command(kCli + " run " + kQuickstart + " -q --threads 1 --max-tokens 1 --metrics-json /dev/stdout");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto brace = r.out.find('{');
+  ASSERT_NE(brace, std::string::npos) << r.out;
+  EXPECT_GT(brace, 0u) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out.substr(brace))["generated_tokens"], 1) << r.out;
 }
 
 }  // namespace

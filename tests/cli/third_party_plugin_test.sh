@@ -10,8 +10,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || { cat "$work/install.log"; exit 1; }
+# No CMAKE_BUILD_TYPE: the example must pick Release on its own.
 cmake -S "$source/examples/third-party-plugin" -B "$work/example" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH="$work/prefix"
+grep -qx "CMAKE_BUILD_TYPE:STRING=Release" "$work/example/CMakeCache.txt" \
+  || { echo "the example did not default to a Release build"; grep CMAKE_BUILD_TYPE "$work/example/CMakeCache.txt"; exit 1; }
 cmake --build "$work/example"
 plugin_dir="$work/example/plugins"
 test -f "$plugin_dir/libtessera_typical.so"

@@ -6,19 +6,26 @@
 // name the whole prefix up to and including its block, so the same block of
 // tokens after a different parent never matches. The tag byte keeps a first
 // block from ever colliding with a child whose parent key happens to be zero.
+//
+// SHA-256 comes from OpenSSL's libcrypto (the EVP digest API). When libcrypto
+// fails (it allocates), these functions throw std::bad_alloc or
+// std::runtime_error; the cache's noexcept methods catch them.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
 
-#include "sha256.hpp"
-
 namespace tessera::plugins::paged {
 
+using Sha256Digest = std::array<uint8_t, 32>;
 using BlockKey = Sha256Digest;
+
+// The SHA-256 digest of `bytes`, through the same libcrypto wrapper the keys use.
+Sha256Digest sha256(std::span<const uint8_t> bytes);
 
 // The key of a full block holding `tokens`, after the block keyed `parent`
 // (nullopt for the first block of a sequence).
