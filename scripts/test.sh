@@ -39,7 +39,9 @@ bash scripts/fetch-test-vocabs.sh
 stage_done "model, text and vocabularies"
 
 echo "== unit and integration tests (build/)"
-ctest --test-dir build -j "$(nproc)" --output-on-failure --timeout 900
+# The model was fetched just above: a test that finds it missing fails
+# instead of skipping (tests/integration/model_required.hpp).
+TESSERA_REQUIRE_MODEL=1 ctest --test-dir build -j "$(nproc)" --output-on-failure --timeout 900
 stage_done "unit and integration tests"
 
 if ((quick)); then exit 0; fi

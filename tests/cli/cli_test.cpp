@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "model_required.hpp"
 #include "run_command.hpp"
 #include "tessera/plugin.hpp"
 
@@ -23,7 +24,7 @@ const std::string kQuickstart = (fs::path(TESSERA_SOURCE_DIR) / "pipelines" / "q
 // Tests that run the default model say so when it is absent (they are skipped
 // with the reason printed, as the integration tests are).
 #define SKIP_WITHOUT_MODEL() \
-  if (!fs::exists(kModel)) GTEST_SKIP() << kModel.string() << " is absent: run scripts/fetch-model.sh"
+  if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh")
 
 fs::path scratch_dir() {
   const fs::path dir = fs::temp_directory_path() / ("tessera_cli_test_" + std::to_string(::getpid()));

@@ -35,6 +35,9 @@ grep -q "kvcache *contiguous" <<<"$listing"
 
 model="$source/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [[ ! -f "$model" ]]; then
+  if [[ -n ${TESSERA_REQUIRE_MODEL:-} && ${TESSERA_REQUIRE_MODEL} != 0 ]]; then
+    echo "FAILED: $model is absent (TESSERA_REQUIRE_MODEL is set)"; exit 1
+  fi
   echo "SKIPPED the generation part: $model is absent (run scripts/fetch-model.sh)"
   exit 0
 fi

@@ -95,7 +95,7 @@ class KQuantMix : public ::testing::Test {
     if (!file_.empty()) fs::remove(file_);
   }
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (!skip_.empty()) TESSERA_MODEL_ABSENT(skip_);
     ASSERT_TRUE(fs::exists(file_));
   }
   static Overrides on_mix(Overrides more = {}) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/session.hpp"
+#include "model_required.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace tessera::test {
@@ -44,11 +45,12 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
 }
 
 // `var`: a Session through `pipeline_file` with `overrides`, or the test skips
-// (model absent) or fails (pipeline or session error).
+// (model absent; fails instead under TESSERA_REQUIRE_MODEL) or fails
+// (pipeline or session error).
 #define TESSERA_OPEN_PIPELINE_OR_SKIP(var, pipeline_file, overrides)                \
   std::string var##_skip;                                                           \
   auto var = ::tessera::test::open_pipeline(pipeline_file, overrides, &var##_skip); \
-  if (!var##_skip.empty()) GTEST_SKIP() << var##_skip;                              \
+  if (!var##_skip.empty()) TESSERA_MODEL_ABSENT(var##_skip);                        \
   ASSERT_NE(var, nullptr)
 
 // The same through pipelines/quickstart.toml.

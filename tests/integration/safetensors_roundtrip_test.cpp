@@ -156,7 +156,7 @@ class HfRoundTrip : public ::testing::Test {
 };
 
 #define SKIP_WITHOUT_MODEL() \
-  if (!skip_.empty()) GTEST_SKIP() << skip_
+  if (!skip_.empty()) TESSERA_MODEL_ABSENT(skip_)
 
 // The embedding table's decoder : made by the core's builder, still
 // valid once the builder is gone, and giving exactly the builder's rows.

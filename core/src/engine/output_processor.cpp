@@ -20,7 +20,7 @@ bool all_finite(std::span<const float> values) {
   return bad == 0;
 }
 
-Status OutputProcessor::apply(RequestTable& requests, const StepPlan& plan, StepExecutor& executor,
+Status OutputProcessor::apply(RequestTable& requests, const StepPlan& plan, const RowsOf& rows_of,
                               const TextCallback& on_text, const DoneCallback& on_done, StepTotals& totals) {
   const auto now = Clock::now();
   for (size_t i = 0; i < plan.items.size(); ++i) {
@@ -34,7 +34,7 @@ Status OutputProcessor::apply(RequestTable& requests, const StepPlan& plan, Step
 
     RequestMetrics& m = r.outcome.result.metrics;
     if (m.generated_tokens == 0 && m.prefill_ms == 0) m.prefill_ms = ms_between(r.submitted, now);
-    const std::span<float> logits = executor.logits(i);
+    const std::span<float> logits = rows_of(i);
     if (!all_finite(logits)) return explain_nonfinite_ ? explain_nonfinite_() : Internal("non-finite logits");
     TESSERA_RETURN_IF_ERROR(choose(item, logits));
 

@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/step_executor.hpp"
 #include "engine/step_planner.hpp"
 #include "tessera/decoding.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -30,6 +29,8 @@ class OutputProcessor {
   // Explains logits that are not finite (NaN or infinite): an error naming
   // what in the model file is broken.
   using NonFiniteExplainer = std::function<Status()>;
+  // Item i's rows of logits [n_logits, vocab] (StepExecutor::logits).
+  using RowsOf = std::function<std::span<float>(size_t item)>;
 
   // `truncates`: rejected drafts are dropped with SequenceMemory::truncate;
   // otherwise the checkpoint the planner took is restored.
@@ -40,7 +41,7 @@ class OutputProcessor {
 
   // Applies one executed step. Fails as a whole only when the model or a
   // plugin fails; a finished request leaves `requests.running`.
-  Status apply(RequestTable& requests, const StepPlan& plan, StepExecutor& executor, const TextCallback& on_text,
+  Status apply(RequestTable& requests, const StepPlan& plan, const RowsOf& rows_of, const TextCallback& on_text,
                const DoneCallback& on_done, StepTotals& totals);
 
   // Ends a request: frees its memory, flushes its text, records its status.

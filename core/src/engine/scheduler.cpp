@@ -35,6 +35,7 @@ nlohmann::json SchedulerStats::to_json() const {
 
 Scheduler::Scheduler(Session& session, SchedulerConfig config, DraftProposer* proposer)
     : session_(session),
+      config_(config),
       planner_(session.memory(), session.context_length(), config, proposer, session.memory_truncates()),
       executor_(session.model(), session.memory()),
       outputs_(session.memory(), session.strategy(), session.tokenizer(), session.context_length(),
@@ -113,7 +114,8 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
   TESSERA_RETURN_IF_ERROR(executor_.execute(*plan));
   ++stats_.steps;
   StepTotals totals;
-  TESSERA_RETURN_IF_ERROR(outputs_.apply(requests_, *plan, executor_, on_text, on_done, totals));
+  TESSERA_RETURN_IF_ERROR(outputs_.apply(
+      requests_, *plan, [this](size_t item) { return executor_.logits(item); }, on_text, on_done, totals));
   stats_.generated_tokens += totals.generated_tokens;
   stats_.drafted_tokens += totals.drafted_tokens;
   stats_.accepted_tokens += totals.accepted_tokens;
@@ -125,6 +127,11 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
 }
 
 Result<std::vector<RequestOutcome>> Scheduler::run(const TextCallback& on_text, const DoneCallback& on_done) {
+  // A step that may take no token would never finish a request.
+  if (config_.max_batch_tokens < 1)
+    return InvalidArgument(fmt::format("max_batch_tokens must be at least 1, got {}", config_.max_batch_tokens));
+  if (config_.max_running < 1)
+    return InvalidArgument(fmt::format("max_running must be at least 1, got {}", config_.max_running));
   const auto start = Clock::now();
   for (const auto& r : requests_.all) {
     if (r->done && on_done) on_done(r->outcome);  // rejected at submission

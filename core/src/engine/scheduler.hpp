@@ -71,6 +71,7 @@ class Scheduler {
   void note_memory();
 
   Session& session_;
+  SchedulerConfig config_;
   RequestTable requests_;
   StepPlanner planner_;
   StepExecutor executor_;

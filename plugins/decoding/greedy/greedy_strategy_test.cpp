@@ -138,6 +138,34 @@ TEST(GreedyStrategy, ReportsEmptyAndNanLogits) {
   EXPECT_NE(nan.status().message().find("logit 1"), std::string::npos) << nan.status().message();
 }
 
+// Verification (speculative decoding): three proposed tokens, four rows of logits.
+std::vector<int32_t> verify(const std::vector<int32_t>& row_argmax, const std::vector<int32_t>& proposed) {
+  std::vector<float> logits(row_argmax.size() * 6, 0.0f);
+  for (size_t r = 0; r < row_argmax.size(); ++r) logits[r * 6 + static_cast<size_t>(row_argmax[r])] = 1.0f;
+  test::FakeDecodingContext ctx(std::move(logits), {1, 2}, SamplingSettings{}, 2, proposed);
+  GreedyStrategy greedy({});
+  std::vector<int32_t> out;
+  EXPECT_TRUE(greedy.verify(ctx, out).ok());
+  return out;
+}
+
+TEST(GreedyStrategy, VerifyKeepsTheMatchingPrefixThenItsOwnChoice) {
+  EXPECT_EQ(verify({3, 4, 5, 0}, {3, 4, 5}), (std::vector<int32_t>{3, 4, 5, 0})) << "all kept, then the bonus";
+  EXPECT_EQ(verify({3, 4, 5, 0}, {3, 1, 5}), (std::vector<int32_t>{3, 4})) << "the first mismatch is replaced";
+  EXPECT_EQ(verify({2, 4, 5, 0}, {3, 4, 5}), (std::vector<int32_t>{2})) << "nothing kept";
+  EXPECT_EQ(verify({2}, {}), (std::vector<int32_t>{2})) << "no proposal: an ordinary step";
+}
+
+TEST(GreedyStrategy, DistributionIsAPointMassOnTheArgmax) {
+  test::FakeDecodingContext ctx({0.5f, 2.0f, -1.0f, 2.0f}, {}, SamplingSettings{});
+  GreedyStrategy greedy({});
+  std::vector<float> probs(4, -1.0f);
+  ASSERT_TRUE(greedy.distribution(ctx, probs).ok());
+  EXPECT_EQ(probs, (std::vector<float>{0.0f, 1.0f, 0.0f, 0.0f})) << "ties to the lowest id, as step()";
+  std::vector<float> wrong(3);
+  EXPECT_EQ(greedy.distribution(ctx, wrong).code(), StatusCode::invalid_argument);
+}
+
 TEST(GreedyStrategy, BuiltLibraryLoadsAndDescribesThePlugin) {
   test::LoadedLibrary loaded = test::load_built_plugin("libtessera_decoding_greedy.so");
   ASSERT_NE(loaded.entry, nullptr);

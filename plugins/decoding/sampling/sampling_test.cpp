@@ -298,6 +298,67 @@ TEST(SamplingStrategy, RejectsBadSettingsAndLogits) {
   EXPECT_EQ(status_of(ok, s, {0, 5}).code(), StatusCode::invalid_argument) << "token 5 is outside a vocab of 2";
 }
 
+// distribution() is what step() draws from: the same probabilities after the
+// same filters, and a point mass at temperature 0.
+TEST(SamplingStrategy, DistributionIsWhatStepDrawsFrom) {
+  SamplingSettings s = plain(3);
+  s.temperature = 0.8;
+  s.top_k = 4;
+  s.top_p = 0.95;
+  const std::vector<float> logits = {1.0f, 2.5f, -0.5f, 2.0f, 0.3f, 1.7f};
+  SamplingStrategy strategy({});
+  test::FakeDecodingContext ctx(logits, {}, s);
+  std::vector<float> probs(logits.size());
+  ASSERT_TRUE(strategy.distribution(ctx, probs).ok());
+  double total = 0;
+  for (float p : probs) total += p;
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  EXPECT_EQ(probs[2], 0.0f) << "outside the top 4";
+  constexpr int kDraws = 20000;
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < kDraws; ++i) {
+    SamplingSettings seeded = s;
+    seeded.seed = static_cast<uint64_t>(i);
+    ++counts[static_cast<size_t>(sample_once(logits, seeded))];
+  }
+  for (size_t t = 0; t < logits.size(); ++t) {
+    // Binomial standard deviation over kDraws, at most ~71 draws: 5 of them.
+    EXPECT_NEAR(counts[t], probs[t] * kDraws, 5 * std::sqrt(kDraws * 0.25)) << "token " << t;
+  }
+  s.temperature = 0;
+  test::FakeDecodingContext greedy_ctx(logits, {}, s);
+  ASSERT_TRUE(strategy.distribution(greedy_ctx, probs).ok());
+  EXPECT_EQ(probs, (std::vector<float>{0, 1, 0, 0, 0, 0}));
+}
+
+// Verifying a proposed token the default way (step() at that row, kept if
+// equal) accepts it with probability p(token), and otherwise emits a token
+// distributed as p without it: the emitted first token is distributed as p.
+TEST(SamplingStrategy, VerifyingAProposalKeepsTheTargetDistribution) {
+  const std::vector<float> row = {1.0f, 0.0f, 0.5f, -0.5f};
+  std::vector<float> two_rows = row;
+  two_rows.insert(two_rows.end(), row.begin(), row.end());
+  SamplingSettings s = plain();
+  SamplingStrategy strategy({});
+  test::FakeDecodingContext probe(row, {}, s);
+  std::vector<float> p(row.size());
+  ASSERT_TRUE(strategy.distribution(probe, p).ok());
+  constexpr int kTrials = 20000;
+  std::vector<int> first(row.size(), 0);
+  int kept = 0;
+  for (int i = 0; i < kTrials; ++i) {
+    s.seed = static_cast<uint64_t>(i);
+    test::FakeDecodingContext ctx(two_rows, {}, s, 0, {0});  // the draft says token 0
+    std::vector<int32_t> out;
+    ASSERT_TRUE(strategy.verify(ctx, out).ok());
+    ++first[static_cast<size_t>(out[0])];
+    kept += out.size() == 2 ? 1 : 0;
+  }
+  for (size_t t = 0; t < row.size(); ++t)
+    EXPECT_NEAR(first[t], p[t] * kTrials, 5 * std::sqrt(kTrials * 0.25)) << "token " << t;
+  EXPECT_NEAR(kept, p[0] * kTrials, 5 * std::sqrt(kTrials * 0.25)) << "token 0 is kept with probability p(0)";
+}
+
 TEST(SamplingStrategy, BuiltLibraryLoadsAndDescribesThePlugin) {
   test::LoadedLibrary loaded = test::load_built_plugin("libtessera_decoding_sampling.so");
   ASSERT_NE(loaded.entry, nullptr);

@@ -6,6 +6,7 @@
 
 #include "contiguous_cache.hpp"
 #include "kv_tagged_rows.hpp"
+#include "memory_conformance.hpp"
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
 #include "state_specs.hpp"
@@ -275,6 +276,26 @@ TEST(ContiguousKvCache, ConstructorRejectsValuesTheCoreWouldHaveRefused) {
   EXPECT_NE(error.find("max_sequences"), std::string::npos) << error;
   EXPECT_EQ(make_plugin<ContiguousKvCache>(params(1, -5), &error), nullptr);
   EXPECT_NE(error.find("max_context"), std::string::npos) << error;
+}
+
+// ---- the memory contract beyond K/V (tests/plugins/memory_conformance.hpp)
+
+test::MakeMemory maker(int64_t max_sequences, int64_t checkpoints = 0) {
+  return [=](const SequenceStateSpec& spec) -> std::unique_ptr<SequenceMemory> {
+    ParamValues p = params(max_sequences);
+    p.set("checkpoints", checkpoints);
+    auto cache = std::make_unique<ContiguousKvCache>(p);
+    const Status st = cache->configure(spec);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return st.ok() ? std::move(cache) : nullptr;
+  };
+}
+
+TEST(ContiguousKvCache, CheckpointsOfAnAttentionModel) { test::expect_attention_checkpoints(maker(2)); }
+TEST(ContiguousKvCache, Admission) { test::expect_admission(maker(2), 64); }
+TEST(ContiguousKvCache, RecurrentStates) { test::expect_recurrent_states(maker(4)); }
+TEST(ContiguousKvCache, RecurrentStateSlotsRunOutCleanly) {
+  test::expect_state_slots_run_out_cleanly(maker(3, 2), 3, 2);
 }
 
 TEST(ContiguousKvCache, BuiltLibraryLoadsAndDescribesThePlugin) {

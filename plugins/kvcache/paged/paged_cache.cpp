@@ -68,7 +68,10 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
       memory_left -= static_cast<uint64_t>(state_slots) * slot_bytes;
     }
 
-    int32_t n_blocks = 0;
+    // A model without attention layers keeps no K/V: its blocks only count
+    // tokens (no bytes), enough for every sequence at the whole context.
+    int64_t n_blocks = std::min<int64_t>(max_sequences_ * ((spec.max_context + block_size_ - 1) / block_size_),
+                                         int64_t{1} << 22);
     uint64_t block_bytes = 0;
     if (layout->n_attention_layers > 0) {
       // kv_bytes_per_token() and the block size, multiplied with overflow checks.
@@ -90,14 +93,15 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
                                std::to_string(token_bytes) + " bytes per token); raise memory or lower block_size");
       }
       // Block ids are int32 (block tables are int32 spans).
-      n_blocks = static_cast<int32_t>(std::min<uint64_t>(fitting, std::numeric_limits<int32_t>::max()));
+      n_blocks = static_cast<int64_t>(std::min<uint64_t>(fitting, std::numeric_limits<int32_t>::max()));
     }
 
     std::unique_ptr<paged::BlockStorage> storage;
     memory::RecurrentStates states;
     try {
       storage = std::make_unique<paged::BlockStorage>(layout->n_attention_layers, layout->n_kv_head,
-                                                      layout->head_dim, n_blocks, block_size_, dtype_);
+                                                      layout->head_dim, static_cast<int32_t>(n_blocks), block_size_,
+                                                      dtype_);
       states = memory::RecurrentStates(spec, static_cast<int32_t>(state_slots));
     } catch (const std::bad_alloc&) {
       return OutOfMemory("paged kvcache: could not allocate " + format_bytes(n_blocks * block_bytes) + " for " +
@@ -105,7 +109,7 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
                          " recurrent states; lower memory");
     }
     paged::BlockManagerLimits limits;
-    limits.n_blocks = n_blocks;
+    limits.n_blocks = static_cast<int32_t>(n_blocks);
     limits.block_size = block_size_;
     limits.max_sequences = max_sequences_;
     limits.max_context = spec.max_context;
@@ -283,8 +287,10 @@ MemoryStats PagedKvCache::stats() const noexcept {
   if (!manager_) return stats;
   const paged::BlockPool& pool = manager_->pool();
   const uint64_t state_bytes = states_.slot_bytes();
-  stats.blocks_total = pool.total();
-  stats.blocks_used = pool.used_count();
+  if (layout_.n_attention_layers > 0) {  // otherwise the blocks only count tokens
+    stats.blocks_total = pool.total();
+    stats.blocks_used = pool.used_count();
+  }
   stats.states_total = states_.total();
   stats.states_used = states_.used();
   stats.bytes_reserved = static_cast<uint64_t>(pool.total()) * block_bytes_ +

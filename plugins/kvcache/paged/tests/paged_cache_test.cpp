@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv_tagged_rows.hpp"
+#include "memory_conformance.hpp"
 #include "paged_cache.hpp"
 #include "plugin_loading.hpp"
 #include "plugin_test_support.hpp"
@@ -269,6 +270,49 @@ TEST(PagedKvCache, ConstructorRejectsValuesTheCoreWouldHaveRefused) {
   EXPECT_NE(error.find("memory"), std::string::npos) << error;
   EXPECT_EQ(make_plugin<PagedKvCache>(params(16, 1 << 20, 0), &error), nullptr);
   EXPECT_NE(error.find("max_sequences"), std::string::npos) << error;
+}
+
+// ---- the memory contract beyond K/V (tests/plugins/memory_conformance.hpp)
+
+test::MakeMemory maker(int64_t memory, int64_t max_sequences, int64_t checkpoints = 0) {
+  return [=](const SequenceStateSpec& spec) -> std::unique_ptr<SequenceMemory> {
+    ParamValues p = params(4, memory, max_sequences);
+    p.set("checkpoints", checkpoints);
+    auto cache = std::make_unique<PagedKvCache>(p);
+    const Status st = cache->configure(spec);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return st.ok() ? std::move(cache) : nullptr;
+  };
+}
+
+TEST(PagedKvCache, CheckpointsOfAnAttentionModel) { test::expect_attention_checkpoints(maker(1 << 20, 8)); }
+// 40 blocks of 4 tokens: one sequence can be as long as the context (64).
+TEST(PagedKvCache, Admission) { test::expect_admission(maker(40 * 4 * 128, 8), 160); }
+TEST(PagedKvCache, RecurrentStates) { test::expect_recurrent_states(maker(1 << 20, 8)); }
+TEST(PagedKvCache, RecurrentStateSlotsRunOutCleanly) {
+  test::expect_state_slots_run_out_cleanly(maker(1 << 20, 3, 2), 3, 2);
+}
+
+TEST(PagedKvCache, RecurrentStatesShareTheMemoryBudget) {
+  // 2 layers x (6 + 10) floats = 128 bytes a state. All of 1 KiB goes to
+  // states when the model has no attention layer: 8 slots, capped at
+  // max_sequences + checkpoints.
+  const test::OwnedStateSpec owned = test::recurrent_spec(2, 6, 10, 32);
+  PagedKvCache small(params(4, 1024, 100));
+  ASSERT_TRUE(small.configure(owned.spec()).ok());
+  EXPECT_EQ(small.stats().states_total, 8);
+  EXPECT_EQ(small.stats().blocks_total, 0);
+  PagedKvCache capped(params(4, 1 << 20, 2));
+  ASSERT_TRUE(capped.configure(owned.spec()).ok());
+  EXPECT_EQ(capped.stats().states_total, 4) << "2 sequences and 2 checkpoints";
+  PagedKvCache tiny(params(4, 100, 2));
+  EXPECT_EQ(tiny.configure(owned.spec()).code(), StatusCode::invalid_argument) << "not even one state fits";
+  // A hybrid gives states half the memory, K/V blocks the rest.
+  const test::OwnedStateSpec hybrid = test::hybrid_spec();
+  PagedKvCache both(params(4, 4096, 100));
+  ASSERT_TRUE(both.configure(hybrid.spec()).ok());
+  EXPECT_EQ(both.stats().states_total, 2048 / 128);
+  EXPECT_EQ(both.stats().blocks_total, 2048 / (4 * 2 * 2 * 4 * 4));
 }
 
 TEST(PagedKvCache, BuiltLibraryLoadsAndMakesAWorkingCache) {
