@@ -31,7 +31,9 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
   }
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();  // lives for the process: plugins are never unloaded
-    r->scan({std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR), std::filesystem::path(TESSERA_FIXTURE_DIR) / "first"});
+    const std::filesystem::path fixtures(TESSERA_FIXTURE_DIR);
+    // The built plugins, and fixtures: one library built for ABI minor 0.
+    r->scan({std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR), fixtures / "first", fixtures / "minor0"});
     return r;
   }();
   overrides.push_back({"run", "threads", "2"});
