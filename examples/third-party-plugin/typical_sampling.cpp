@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <tessera/decoding.hpp>
+#include <tessera/plugin.hpp>
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "backend/devices.hpp"
+#include "tessera/isa.hpp"
 #include "model_fixture.hpp"
 
 namespace tessera::test {
@@ -73,14 +73,17 @@ void expect_greedy_ids(Session& session, const std::vector<Golden>& table, float
       if (i >= ours.size()) {
         // We stopped: only at end of generation, where the engine's id must be an end token too.
         const bool engine_ended = session.tokenizer().is_end_of_generation(g.ids[i]);
-        if (check) EXPECT_TRUE(engine_ended) << g.prompt << " step " << i;
+        if (check) {
+          EXPECT_TRUE(engine_ended) << g.prompt << " step " << i;
+        }
         if (engine_ended) ++checked;
         break;
       }
       if (ours[i] != g.ids[i]) {
-        if (check)
+        if (check) {
           EXPECT_LT(g.margins[i], near_tie) << g.prompt << ": parted from " << engine << " at step " << i
                                           << " where its margin was " << g.margins[i];
+        }
         parted_margin = g.margins[i];
         break;
       }
@@ -114,8 +117,7 @@ TEST(Golden, GreedyIdsMatchLlamaCppUntilANearTie) {
 // KV caches. So the table is checked where the arithmetic is the same, and
 // elsewhere only printed.
 bool records_arithmetic_of_this_cpu() {
-  const CpuFeatures f = cpu_features();
-  return f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni && std::getenv("TESSERA_GGML_SIMD") == nullptr;
+  return best_isa_level() == IsaLevel::avx512_vnni;
 }
 
 TEST(Golden, LlamaCppArithmeticMatchesLlamaCppUntilANearTie) {

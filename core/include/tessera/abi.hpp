@@ -66,6 +66,13 @@ class AbiObject {
   [[gnu::visibility("hidden")]] virtual uint32_t abi_minor() const noexcept { return TESSERA_ABI_MINOR; }
 };
 
+// Base of every object a plugin's factory makes (tessera/plugin.hpp). The
+// concrete family interface derives from it with single, non-virtual
+// inheritance, so the core may static_cast a PluginObject* made by a factory
+// of family F to F's interface. Declared here, not in plugin.hpp, so that the
+// interface headers need not pull in the plugin entry's Boost.DLL.
+class PluginObject : public AbiObject {};
+
 // Whether `object`'s library offers the methods added in ABI minor `minor`.
 inline bool provides(const AbiObject& object, uint32_t minor) noexcept { return object.abi_minor() >= minor; }
 

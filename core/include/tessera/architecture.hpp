@@ -21,7 +21,6 @@
 #include "tessera/abi.hpp"
 #include "tessera/attention.hpp"
 #include "tessera/linear.hpp"
-#include "tessera/plugin.hpp"
 #include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
 #include "tessera/weights.hpp"

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "tessera/plugin.hpp"
+#include "tessera/abi.hpp"
 #include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
 

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "tessera/abi.hpp"
-#include "tessera/plugin.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera {

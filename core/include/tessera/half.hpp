@@ -4,9 +4,8 @@
 #include <bit>
 #include <cstdint>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__F16C__) && defined(__AVX__)
 #include <immintrin.h>
-#define TESSERA_HALF_F16C 1
 #endif
 
 namespace tessera {
@@ -69,43 +68,34 @@ constexpr uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-// Bulk conversions (KV caches in f16): F16C's vcvtph2ps/vcvtps2ph where the
-// CPU has it, the exact scalar functions above otherwise. Both round f32 -> f16
-// to nearest even, so the two paths give identical bits.
-#ifdef TESSERA_HALF_F16C
-__attribute__((target("avx,f16c"))) inline void f16_to_f32_n_f16c(const uint16_t* src, float* dst, int64_t n) {
+// Bulk conversions, exact, for any file.
+inline void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+inline void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+#if defined(__F16C__) && defined(__AVX__)
+// The same with F16C's vcvtph2ps/vcvtps2ph, 8 values an instruction, for
+// files compiled for a level that has it (avx2 and above: tessera/isa.hpp).
+// Both round f32 -> f16 to nearest even, so both give identical bits. Only
+// such files see these, so no file compiled for the baseline can call them.
+namespace f16c {
+inline void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
-__attribute__((target("avx,f16c"))) inline void f32_to_f16_n_f16c(const float* src, uint16_t* dst, int64_t n) {
+inline void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
-inline bool cpu_has_f16c() {
-  // Every x86 CPU with AVX2 has F16C, and clang's __builtin_cpu_supports does
-  // not know "f16c" (GCC's does), so AVX2 stands for it.
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
+}  // namespace f16c
 #endif
-
-inline void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
-#ifdef TESSERA_HALF_F16C
-  if (cpu_has_f16c()) return f16_to_f32_n_f16c(src, dst, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-
-inline void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n) {
-#ifdef TESSERA_HALF_F16C
-  if (cpu_has_f16c()) return f32_to_f16_n_f16c(src, dst, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
-}
 
 }  // namespace tessera

@@ -48,11 +48,6 @@ constexpr const char* family_name(PluginFamily f) {
   return "unknown";
 }
 
-// Base of every object a plugin's factory makes. The concrete family interface
-// derives from it with single, non-virtual inheritance, so the core may
-// static_cast a PluginObject* made by a factory of family F to F's interface.
-class PluginObject : public AbiObject {};
-
 // Makes one plugin object from validated parameters. Returns nullptr and sets
 // *error on failure. Must not throw: an exception thrown through a noexcept
 // factory cannot be unwound, so the core can only name the plugin and exit.

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "tessera/linear.hpp"
-#include "tessera/plugin.hpp"
+#include "tessera/abi.hpp"
 #include "tessera/status.hpp"
 #include "tessera/weights.hpp"
 

@@ -33,7 +33,7 @@
 #include <string_view>
 
 #include "tessera/half.hpp"
-#include "tessera/plugin.hpp"
+#include "tessera/abi.hpp"
 #include "tessera/status.hpp"
 #include "tessera/tensor.hpp"
 

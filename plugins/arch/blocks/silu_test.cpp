@@ -6,12 +6,18 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
-#include "tessera/blocks/silu.hpp"
 #include "tessera/blocks/elementwise.hpp"
+#include "tessera/blocks/silu.hpp"
+#include "tessera/isa.hpp"
 
 namespace tessera::blocks {
+
+// The kernel's variants (silu.cpp picks one of them).
+TESSERA_ISA_DECLARE(void silu_mul_kernel(float* gate, const float* up, int64_t n))
+
 namespace {
 
 float plain_silu_mul(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
@@ -59,7 +65,18 @@ TEST(SiluExp, EdgesMatchExpf) {
   EXPECT_TRUE(std::isnan(exp_for_float(std::nan(""))));
 }
 
-TEST(SiluMul, MatchesThePlainFormulaIncludingTailsAndSpecialValues) {
+using SiluKernel = void (*)(float*, const float*, int64_t);
+constexpr SiluKernel kLevels[kIsaLevelCount] = TESSERA_ISA_TABLE(silu_mul_kernel);
+
+// Every instruction-set level the CPU runs (tessera/isa.hpp), not only the
+// best one silu_mul() picks.
+class SiluLevel : public ::testing::TestWithParam<int> {};
+
+TEST_P(SiluLevel, MatchesThePlainFormulaIncludingTailsAndSpecialValues) {
+  const auto level = static_cast<IsaLevel>(GetParam());
+  if (!cpu_supports(level)) GTEST_SKIP() << "this CPU lacks " << isa_level_name(level);
+  const SiluKernel kernel = kLevels[GetParam()];
+  ASSERT_NE(kernel, nullptr) << isa_level_name(level) << " is not compiled on this platform";
   // 1000 gates (vector bodies and a tail) over the range activations take,
   // plus the values where the formula's special cases show.
   const float inf = std::numeric_limits<float>::infinity();
@@ -76,7 +93,7 @@ TEST(SiluMul, MatchesThePlainFormulaIncludingTailsAndSpecialValues) {
   for (size_t i = 0; i < gate.size(); ++i) expected[i] = plain_silu_mul(gate[i], up[i]);
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, static_cast<int64_t>(gate.size())}) {
     std::vector<float> g(gate.begin(), gate.begin() + n);
-    silu_mul(g.data(), up.data(), n);
+    kernel(g.data(), up.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       const auto k = static_cast<size_t>(i);
       if (std::isnan(expected[k])) {
@@ -87,6 +104,9 @@ TEST(SiluMul, MatchesThePlainFormulaIncludingTailsAndSpecialValues) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, SiluLevel, ::testing::Range(0, TESSERA_ISA_X86 ? kIsaLevelCount : 1),
+                         [](const auto& info) { return std::string(isa_level_name(static_cast<IsaLevel>(info.param))); });
 
 TEST(SiluMul, SwigluOverABatchSplitsAcrossThreadsLikeOneCall) {
   // 8 rows x 1536 (a decode batch of SmolLM2-135M) takes the parallel path.

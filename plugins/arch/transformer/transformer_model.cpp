@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tessera/blocks/elementwise.hpp"
+#include "tessera/blocks/kv_rows.hpp"
 #include "tessera/blocks/shared_input.hpp"
 
 namespace tessera::transformer {
@@ -89,8 +90,8 @@ void TransformerModel::write_kv(const KvLayerView& view, int64_t n_rows) {
   for (int64_t r = 0; r < n_rows; ++r) {
     const auto& table = plan_.tables[static_cast<size_t>(plan_.row_seq[static_cast<size_t>(r)])];
     const int64_t slot = view.slot_offset(table, plan_.row_pos[static_cast<size_t>(r)]);
-    kv_store(view, view.k, slot, k + r * kv_dim, kv_dim);
-    kv_store(view, view.v, slot, v + r * kv_dim, kv_dim);
+    blocks::store_kv(view, view.k, slot, k + r * kv_dim, kv_dim);
+    blocks::store_kv(view, view.v, slot, v + r * kv_dim, kv_dim);
   }
 }
 

@@ -28,13 +28,6 @@ const PluginLibrary* flash_attention_entry();
 namespace tessera::plugins {
 namespace {
 
-// Built twice: with the SIMD clones and, as test_attention_flash_baseline,
-// without them; distinct suite names keep the CTest names apart.
-#ifdef TESSERA_NO_SIMD_CLONES
-#define FLASH_SUITE FlashAttentionBaseline
-#else
-#define FLASH_SUITE FlashAttention
-#endif
 
 using SeqShape = test::AttentionSeqShape;
 using Case = test::AttentionCase;
@@ -70,14 +63,14 @@ std::vector<Case> cases() {
   };
 }
 
-TEST(FLASH_SUITE, MatchesReferenceWithDefaultTiling) {
+TEST(FlashAttention, MatchesReferenceWithDefaultTiling) {
   uint32_t seed = 1;
   for (const Case& c : cases()) {
     for (int32_t block_size : {1, 16, 128}) compare(c, block_size, 64, 16, seed++);
   }
 }
 
-TEST(FLASH_SUITE, MatchesReferenceWithOddTilings) {
+TEST(FlashAttention, MatchesReferenceWithOddTilings) {
   // Tiles that straddle blocks (tile 1, 7, 100 against blocks of 16 and 128)
   // and query blocks that split the GQA work unevenly.
   uint32_t seed = 100;
@@ -88,7 +81,7 @@ TEST(FLASH_SUITE, MatchesReferenceWithOddTilings) {
   }
 }
 
-TEST(FLASH_SUITE, MatchesReferenceOnF16Pools) {
+TEST(FlashAttention, MatchesReferenceOnF16Pools) {
   // Tiles gather f16 rows and widen them as they transpose K.
   uint32_t seed = 300;
   for (const Case& c : cases()) {
@@ -97,7 +90,7 @@ TEST(FLASH_SUITE, MatchesReferenceOnF16Pools) {
   }
 }
 
-TEST(FLASH_SUITE, EntryDescribesThePluginAndDefaultsWork) {
+TEST(FlashAttention, EntryDescribesThePluginAndDefaultsWork) {
   const PluginInfo& info = test::expect_single_plugin(flash_attention_entry(), PluginFamily::attention, "flash");
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
@@ -109,7 +102,7 @@ TEST(FLASH_SUITE, EntryDescribesThePluginAndDefaultsWork) {
   for (int32_t b : {1, 3, 16, 128, 4096}) EXPECT_TRUE(kernel->supports_block_size(b, &why));
 }
 
-TEST(FLASH_SUITE, RejectsBadParametersAndArguments) {
+TEST(FlashAttention, RejectsBadParametersAndArguments) {
   std::string error;
   EXPECT_EQ(make_plugin<FlashAttention>(flash_params(0, 16), &error), nullptr);
   EXPECT_NE(error.find("tile"), std::string::npos) << error;
@@ -137,7 +130,7 @@ TEST(FLASH_SUITE, RejectsBadParametersAndArguments) {
   EXPECT_EQ(flash.forward(a).code(), StatusCode::invalid_argument);
 }
 
-TEST(FLASH_SUITE, BuiltLibraryLoadsAndDescribesThePlugin) {
+TEST(FlashAttention, BuiltLibraryLoadsAndDescribesThePlugin) {
   test::LoadedLibrary loaded = test::load_built_plugin("libtessera_attention_flash.so");
   ASSERT_NE(loaded.entry, nullptr);
   const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::attention, "flash");

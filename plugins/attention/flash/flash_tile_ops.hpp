@@ -1,5 +1,5 @@
 // The inner loops of the flash kernel, kept apart so that they can be compiled
-// for several instruction sets (see TESSERA_SIMD_CLONES in the .cpp) while the
+// for several instruction sets (flash_tile_kernels.cpp, tessera/isa.hpp) while the
 // driver stays portable. Each loop runs along a contiguous axis with no
 // reduction across lanes, so the compiler vectorizes it without -ffast-math.
 #pragma once

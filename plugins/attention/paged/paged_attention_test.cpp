@@ -41,13 +41,6 @@ const PluginLibrary* paged_attention_entry();
 namespace tessera::plugins {
 namespace {
 
-// Built twice: with the SIMD clones and, as test_attention_paged_baseline,
-// without them; distinct suite names keep the CTest names apart.
-#ifdef TESSERA_NO_SIMD_CLONES
-#define PAGED_SUITE PagedAttentionBaseline
-#else
-#define PAGED_SUITE PagedAttention
-#endif
 
 using SeqShape = test::AttentionSeqShape;
 using Case = test::AttentionCase;
@@ -100,14 +93,14 @@ std::vector<Case> cases() {
   };
 }
 
-TEST(PAGED_SUITE, MatchesReferenceOverBlockSizesWithAutomaticSplits) {
+TEST(PagedAttention, MatchesReferenceOverBlockSizesWithAutomaticSplits) {
   uint32_t seed = 1;
   for (const Case& c : cases()) {
     for (int32_t block_size : {1, 7, 16, 128}) compare(c, block_size, 16, 0, seed++);
   }
 }
 
-TEST(PAGED_SUITE, MatchesReferenceWithForcedSplitKAndOddQueryRuns) {
+TEST(PagedAttention, MatchesReferenceWithForcedSplitKAndOddQueryRuns) {
   // Parts that cut blocks unevenly, parts of a single key, and query runs
   // that split the GQA work unevenly; every split goes through the merge.
   uint32_t seed = 100;
@@ -119,7 +112,7 @@ TEST(PAGED_SUITE, MatchesReferenceWithForcedSplitKAndOddQueryRuns) {
   }
 }
 
-TEST(PAGED_SUITE, MatchesReferenceOnF16Pools) {
+TEST(PagedAttention, MatchesReferenceOnF16Pools) {
   // f16 pools are widened chunk by chunk; split-K and whole-sequence tasks both.
   uint32_t seed = 300;
   for (const Case& c : cases()) {
@@ -130,7 +123,7 @@ TEST(PAGED_SUITE, MatchesReferenceOnF16Pools) {
   compare(long_decode, 16, 16, 0, seed++, DType::f16);
 }
 
-TEST(PAGED_SUITE, LongDecodeUsesSplitKAndStillMatches) {
+TEST(PagedAttention, LongDecodeUsesSplitKAndStillMatches) {
   // Long enough for the automatic policy to split on any team of two or more threads.
   const Case c{"decode after 4000 tokens, one KV head, GQA 4", {{4000, 1}}, 1, 4, 64};
   compare(c, 16, 16, 0, 7);
@@ -166,7 +159,7 @@ std::vector<float> strided_rows(int32_t n_rows, int32_t head_dim, int64_t stride
   return rows;
 }
 
-TEST(PAGED_SUITE, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
+TEST(PagedAttention, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
   // 1..8 query rows (GQA groups) against 1..256 keys: full 16-key (AVX-512)
   // and 8-key (AVX2) blocks and every kind of tail. Tolerance: 1e-6 * sum
   // |q_d k_d| + 1e-7, the f32 rounding of a dot product of at most 128 terms in
@@ -211,7 +204,7 @@ TEST(PAGED_SUITE, ScoreLoopsOfEveryInstructionSetMatchDoubleDots) {
   }
 }
 
-TEST(PAGED_SUITE, SoftmaxStepsOfEveryInstructionSetMatchDoubleExp) {
+TEST(PagedAttention, SoftmaxStepsOfEveryInstructionSetMatchDoubleExp) {
   // A first step (m = -inf) and a second one whose chunk raises the running
   // max or leaves it, over lengths with and without vector tails. The max is
   // exact. exp(x) comes within 6e-8 |x| + 5e-7 relative: the f32 rounding of
@@ -261,7 +254,7 @@ TEST(PAGED_SUITE, SoftmaxStepsOfEveryInstructionSetMatchDoubleExp) {
   }
 }
 
-TEST(PAGED_SUITE, FusedValueAccumulationOfEveryInstructionSetMatchesDoubleSums) {
+TEST(PagedAttention, FusedValueAccumulationOfEveryInstructionSetMatchesDoubleSums) {
   // n_rows heads of a group (1..8, and 11: more than one pass of every loop)
   // over keys cut into runs of uneven lengths, each run in its own rows with
   // NaN between them; the weights of a row are followed by NaN up to ld_p.
@@ -349,7 +342,7 @@ F16Rows to_f16_rows(const std::vector<float>& rows) {
   return r;
 }
 
-TEST(PAGED_SUITE, F16LoopsGiveTheF32LoopsResultsOnTheWidenedRows) {
+TEST(PagedAttention, F16LoopsGiveTheF32LoopsResultsOnTheWidenedRows) {
   // The f16 loops widen each row in registers and then do the f32 loops'
   // arithmetic, so on the same values the results must be identical: scores
   // for 1..8 query rows, and the fused accumulation of 1..8 and 11 rows over
@@ -417,7 +410,7 @@ TEST(PAGED_SUITE, F16LoopsGiveTheF32LoopsResultsOnTheWidenedRows) {
   EXPECT_FALSE(paged_attention::has_f16_loops(5));
 }
 
-TEST(PAGED_SUITE, EntryDescribesThePluginAndDefaultsWork) {
+TEST(PagedAttention, EntryDescribesThePluginAndDefaultsWork) {
   const PluginInfo& info = test::expect_single_plugin(paged_attention_entry(), PluginFamily::attention, "paged");
   std::string error;
   std::unique_ptr<PluginObject> object(info.create(test::default_params(info), &error));
@@ -429,7 +422,7 @@ TEST(PAGED_SUITE, EntryDescribesThePluginAndDefaultsWork) {
   for (int32_t b : {1, 3, 16, 128, 4096, 1 << 20}) EXPECT_TRUE(kernel->supports_block_size(b, &why));
 }
 
-TEST(PAGED_SUITE, RejectsBadParametersAndArguments) {
+TEST(PagedAttention, RejectsBadParametersAndArguments) {
   std::string error;
   EXPECT_EQ(make_plugin<PagedAttention>(paged_params(0, 0), &error), nullptr);
   EXPECT_NE(error.find("query_rows"), std::string::npos) << error;
@@ -464,7 +457,7 @@ TEST(PAGED_SUITE, RejectsBadParametersAndArguments) {
   EXPECT_TRUE(paged.forward(a).ok()) << "no queries: nothing to do";
 }
 
-TEST(PAGED_SUITE, BuiltLibraryLoadsAndDescribesThePlugin) {
+TEST(PagedAttention, BuiltLibraryLoadsAndDescribesThePlugin) {
   test::LoadedLibrary loaded = test::load_built_plugin("libtessera_attention_paged.so");
   ASSERT_NE(loaded.entry, nullptr);
   const PluginInfo& info = test::expect_single_plugin(loaded.entry, PluginFamily::attention, "paged");

@@ -1,119 +1,36 @@
+// paged_block_ops.cpp: which loop of the paged kernel runs: the explicit
+// AVX-512 or AVX2 loops (paged_block_ops_avx512.cpp, _avx2.cpp) where the CPU
+// runs that level and head_dim is a multiple of their width, else the
+// portable loops at the best level (paged_generic_kernels.cpp).
 #include "paged_block_ops.hpp"
 
-#include "tessera/fast_exp.hpp"
-
-#include <algorithm>
-#include <limits>
-
 #include "paged_block_ops_x86.hpp"
-#include "tessera/simd_clones.hpp"
+#include "tessera/isa.hpp"
 
 namespace tessera::plugins::paged_attention {
-// The clones stay in an anonymous namespace (tessera/simd_clones.hpp).
+
+TESSERA_ISA_DECLARE(void group_scores_generic(const float* q, int32_t n_q, const float* k, int64_t stride,
+                                              int32_t head_dim, int32_t n, float* s, int32_t ld_s))
+TESSERA_ISA_DECLARE(void accumulate_values_generic(const float* p, const ValueRun* runs, int32_t n_runs,
+                                                   int64_t stride, int32_t head_dim, float correction, float* acc))
+TESSERA_ISA_DECLARE(float softmax_update_generic(float* s, int32_t n, float* m, float* l))
+
 namespace {
 
-// The loops, for a head_dim fixed at compile time (kDim > 0: the usual 64 and
-// 128, where the accumulator of a query stays in registers across a whole run
-// and the dot products unroll completely) or given at run time (kDim == 0).
-template <int32_t kDim>
-[[gnu::always_inline]] inline void group_scores_loop(const float* __restrict q, int32_t n_q,
-                                                     const float* __restrict k, int64_t stride,
-                                                     int32_t head_dim, int32_t n, float* __restrict s,
-                                                     int32_t ld_s) {
-  const int32_t D = kDim > 0 ? kDim : head_dim;
-  for (int32_t t = 0; t < n; ++t) {
-    const float* __restrict k_row = k + t * stride;  // [head_dim], shared by the whole group
-    for (int32_t g = 0; g < n_q; ++g) {
-      const float* __restrict q_row = q + static_cast<int64_t>(g) * D;
-      float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-      for (int32_t d = 0; d < D; ++d) dot += q_row[d] * k_row[d];
-      s[static_cast<int64_t>(g) * ld_s + t] = dot;
-    }
-  }
-}
-
-#ifdef TESSERA_PAGED_X86
+#if TESSERA_PAGED_X86
 using namespace x86;
-const bool kHasAvx512 = cpu_has_avx512();
-const bool kHasAvx2 = cpu_has_avx2();
+const bool kHasAvx512 = best_isa_level() >= IsaLevel::avx512;
+const bool kHasAvx2 = best_isa_level() >= IsaLevel::avx2;
 #endif
 
-
-template <int32_t kDim>
-[[gnu::always_inline]] inline void accumulate_loop(const float* __restrict p, const ValueRun* runs, int32_t n_runs,
-                                                   int64_t stride, int32_t head_dim, float correction,
-                                                   float* __restrict acc_out) {
-  const int32_t D = kDim > 0 ? kDim : head_dim;
-  if constexpr (kDim > 0) {
-    // A local copy the compiler keeps in registers across every run.
-    float acc[kDim];
-#pragma omp simd
-    for (int32_t d = 0; d < kDim; ++d) acc[d] = acc_out[d] * correction;
-    for (int32_t r = 0; r < n_runs; ++r) {
-      const float* __restrict v = runs[r].v;
-      for (int32_t t = 0; t < runs[r].n; ++t, ++p) {
-        const float w = *p;
-        const float* __restrict v_row = v + t * stride;  // [head_dim]
-#pragma omp simd
-        for (int32_t d = 0; d < kDim; ++d) acc[d] += w * v_row[d];
-      }
-    }
-#pragma omp simd
-    for (int32_t d = 0; d < kDim; ++d) acc_out[d] = acc[d];
-  } else {
-    if (correction != 1.0f) {
-      for (int32_t d = 0; d < D; ++d) acc_out[d] *= correction;
-    }
-    for (int32_t r = 0; r < n_runs; ++r) {
-      const float* __restrict v = runs[r].v;
-      for (int32_t t = 0; t < runs[r].n; ++t, ++p) {
-        const float w = *p;
-        const float* __restrict v_row = v + t * stride;  // [head_dim]
-        for (int32_t d = 0; d < D; ++d) acc_out[d] += w * v_row[d];
-      }
-    }
-  }
-}
-
-// The portable step, for CPUs without AVX2 (GCC leaves it scalar, see
-// softmax_update_avx512).
-float softmax_update_impl(float* __restrict s, int32_t n, float* m, float* l) {
-  float chunk_max = s[0];
-#pragma omp simd reduction(max : chunk_max)
-  for (int32_t t = 1; t < n; ++t) chunk_max = std::max(chunk_max, s[t]);
-  const float m_new = std::max(*m, chunk_max);
-  const float correction = exp_nonpositive(*m - m_new);  // ~0 on the first step, where l and acc are 0 anyway
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int32_t t = 0; t < n; ++t) {
-    s[t] = exp_nonpositive(s[t] - m_new);
-    sum += s[t];
-  }
-  *l = *l * correction + sum;
-  *m = m_new;
-  return correction;
-}
-
-// One clone set per head_dim case; the generic one serves every other size.
-#define TESSERA_PAGED_KERNELS(suffix, dim)                                                                      \
-  TESSERA_SIMD_CLONES                                                                                           \
-  void group_scores_##suffix(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,     \
-                             int32_t n, float* s, int32_t ld_s) {                                               \
-    group_scores_loop<dim>(q, n_q, k, stride, head_dim, n, s, ld_s);                                            \
-  }                                                                                                             \
-  TESSERA_SIMD_CLONES                                                                                           \
-  void accumulate_##suffix(const float* p, const ValueRun* runs, int32_t n_runs, int64_t stride,                \
-                           int32_t head_dim, float correction, float* acc) {                                    \
-    accumulate_loop<dim>(p, runs, n_runs, stride, head_dim, correction, acc);                                   \
-  }
-TESSERA_PAGED_KERNELS(d64, 64)
-TESSERA_PAGED_KERNELS(d128, 128)
-TESSERA_PAGED_KERNELS(any, 0)
-#undef TESSERA_PAGED_KERNELS
+using ScoresFn = void (*)(const float*, int32_t, const float*, int64_t, int32_t, int32_t, float*, int32_t);
+using AccumulateFn = void (*)(const float*, const ValueRun*, int32_t, int64_t, int32_t, float, float*);
+using SoftmaxFn = float (*)(float*, int32_t, float*, float*);
+const ScoresFn group_scores_generic = isa_select<ScoresFn>(TESSERA_ISA_TABLE(group_scores_generic));
+const AccumulateFn accumulate_values_generic = isa_select<AccumulateFn>(TESSERA_ISA_TABLE(accumulate_values_generic));
+const SoftmaxFn softmax_update_generic = isa_select<SoftmaxFn>(TESSERA_ISA_TABLE(softmax_update_generic));
 
 }  // namespace
-
 
 namespace {
 
@@ -122,7 +39,7 @@ namespace {
 bool isa_fits(KernelIsa isa, int32_t head_dim) {
   switch (isa) {
     case KernelIsa::generic: return true;
-#ifdef TESSERA_PAGED_X86
+#if TESSERA_PAGED_X86
     case KernelIsa::avx2: return kHasAvx2 && head_dim % 8 == 0;
     case KernelIsa::avx512: return kHasAvx512 && head_dim % 16 == 0;
 #endif
@@ -144,7 +61,7 @@ template <typename KvT>
 bool explicit_scores(KernelIsa isa, const float* q, int32_t n_q, const KvT* k, int64_t stride, int32_t head_dim,
                      int32_t n, float* s, int32_t ld_s) {
   switch (isa) {
-#ifdef TESSERA_PAGED_X86
+#if TESSERA_PAGED_X86
     case KernelIsa::avx2: group_scores_avx2(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
     case KernelIsa::avx512: group_scores_avx512(q, n_q, k, stride, head_dim, n, s, ld_s); return true;
 #endif
@@ -156,7 +73,7 @@ template <typename KvT>
 bool explicit_accumulate(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_rows, const float* correction,
                          const ValueRunOf<KvT>* runs, int32_t n_runs, int64_t stride, int32_t head_dim, float* acc) {
   switch (isa) {
-#ifdef TESSERA_PAGED_X86
+#if TESSERA_PAGED_X86
     case KernelIsa::avx2:
       accumulate_group_avx2(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
       return true;
@@ -176,34 +93,30 @@ bool explicit_accumulate(KernelIsa isa, const float* p, int64_t ld_p, int32_t n_
 void group_scores(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n, float* s,
                   int32_t ld_s) {
   if (explicit_scores(explicit_isa(head_dim), q, n_q, k, stride, head_dim, n, s, ld_s)) return;
-  switch (head_dim) {
-    case 64: return group_scores_d64(q, n_q, k, stride, head_dim, n, s, ld_s);
-    case 128: return group_scores_d128(q, n_q, k, stride, head_dim, n, s, ld_s);
-    default: return group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s);
-  }
+  group_scores_generic(q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 bool group_scores_on(KernelIsa isa, const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim,
                      int32_t n, float* s, int32_t ld_s) {
   if (isa == KernelIsa::generic) {
-    group_scores_any(q, n_q, k, stride, head_dim, n, s, ld_s);
+    group_scores_generic(q, n_q, k, stride, head_dim, n, s, ld_s);
     return true;
   }
   return isa_fits(isa, head_dim) && explicit_scores(isa, q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
 float softmax_update(float* s, int32_t n, float* m, float* l) {
-#ifdef TESSERA_PAGED_X86
+#if TESSERA_PAGED_X86
   if (kHasAvx512) return softmax_update_avx512(s, n, m, l);
   if (kHasAvx2) return softmax_update_avx2(s, n, m, l);
 #endif
-  return softmax_update_impl(s, n, m, l);
+  return softmax_update_generic(s, n, m, l);
 }
 
 bool softmax_update_on(KernelIsa isa, float* s, int32_t n, float* m, float* l, float* correction) {
   switch (isa) {
-    case KernelIsa::generic: *correction = softmax_update_impl(s, n, m, l); return true;
-#ifdef TESSERA_PAGED_X86
+    case KernelIsa::generic: *correction = softmax_update_generic(s, n, m, l); return true;
+#if TESSERA_PAGED_X86
     case KernelIsa::avx2:
       if (!kHasAvx2) return false;
       *correction = softmax_update_avx2(s, n, m, l);
@@ -219,11 +132,7 @@ bool softmax_update_on(KernelIsa isa, float* s, int32_t n, float* m, float* l, f
 
 void accumulate_values(const float* p, const ValueRun* runs, int32_t n_runs, int64_t stride, int32_t head_dim,
                        float correction, float* acc) {
-  switch (head_dim) {
-    case 64: return accumulate_d64(p, runs, n_runs, stride, head_dim, correction, acc);
-    case 128: return accumulate_d128(p, runs, n_runs, stride, head_dim, correction, acc);
-    default: return accumulate_any(p, runs, n_runs, stride, head_dim, correction, acc);
-  }
+  accumulate_values_generic(p, runs, n_runs, stride, head_dim, correction, acc);
 }
 
 namespace {

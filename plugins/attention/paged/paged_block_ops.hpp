@@ -3,8 +3,9 @@
 // KV head are `stride` = n_kv_head * head_dim floats apart). Compiled for
 // several instruction sets with the driver kept portable: explicit AVX-512
 // and AVX2 loops, chosen at run time where the CPU and head_dim allow them,
-// and portable ones vectorized through OpenMP SIMD (TESSERA_SIMD_CLONES in the
-// .cpp) for the rest. Nothing here needs -ffast-math.
+// and portable ones vectorized through OpenMP SIMD, compiled for every level
+// (paged_generic_kernels.cpp, tessera/isa.hpp), for the rest. Nothing here
+// needs -ffast-math.
 #pragma once
 
 #include <cstdint>

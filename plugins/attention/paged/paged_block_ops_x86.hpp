@@ -1,23 +1,19 @@
 // paged_block_ops_x86.hpp: the explicit AVX-512 and AVX2 loops of the paged
-// kernel (paged_block_ops_x86.cpp), each compiled for its instruction set
-// alone through target attributes (no -m flags on the file). Call one only
-// after its cpu_has_* check; paged_block_ops.cpp does the dispatch.
-// Defines TESSERA_PAGED_X86 where the loops exist (x86-64 GCC or clang,
-// unless TESSERA_NO_SIMD_CLONES asks for the portable code only).
+// kernel (paged_block_ops_avx512.cpp, paged_block_ops_avx2.cpp), each file
+// compiled for its level alone (tessera/isa.hpp). Call one only where
+// best_isa_level() reaches its level; paged_block_ops.cpp does the dispatch.
+// TESSERA_PAGED_X86 is 1 where the loops exist (x86-64).
 #pragma once
 
 #include <cstdint>
 
 #include "paged_block_ops.hpp"
+#include "tessera/isa.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TESSERA_NO_SIMD_CLONES)
-#define TESSERA_PAGED_X86 1
+#define TESSERA_PAGED_X86 TESSERA_ISA_X86
+#if TESSERA_PAGED_X86
 
 namespace tessera::plugins::paged_attention::x86 {
-
-bool cpu_has_avx512();  // AVX-512 F
-bool cpu_has_f16c();
-bool cpu_has_avx2();    // AVX2, FMA and F16C
 
 // group_scores for head_dim a multiple of 16 (AVX-512) or 8 (AVX2).
 void group_scores_avx512(const float* q, int32_t n_q, const float* k, int64_t stride, int32_t head_dim, int32_t n,

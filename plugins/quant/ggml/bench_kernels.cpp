@@ -86,7 +86,7 @@ Copies make_copies(DType type, int64_t out, int64_t in, uint64_t min_total_bytes
 }
 
 bool use_level(benchmark::State& state, int64_t level) {
-  if (!force_simd_level(static_cast<SimdLevel>(level))) {
+  if (!force_isa_level(static_cast<IsaLevel>(level))) {
     state.SkipWithError("SIMD level not supported by this CPU");
     return false;
   }
@@ -109,12 +109,12 @@ void BM_MatVec(benchmark::State& state) {
     if (++i == c.linears.size()) i = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * c.linears[0]->weight_bytes()));
-  state.SetLabel(simd_level_name(active_kernels().level));
+  state.SetLabel(std::string(isa_level_name(active_kernels().level)));
 }
 
 void matvec_args(benchmark::internal::Benchmark* b) {
   const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  const int best = static_cast<int>(best_simd_level());
+  const int best = static_cast<int>(best_isa_level());
   for (const auto& s : shapes)
     for (int64_t threads : {1, 2})
       for (int64_t streamed : {0, 1}) b->Args({s[0], s[1], threads, best, streamed});
@@ -125,24 +125,24 @@ void matvec_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatVec<DType::q4_1>)->Apply(matvec_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q8_0>)->Apply(matvec_args)->UseRealTime();
-BENCHMARK(BM_MatVec<DType::q4_0>)->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q4_0>)->Args({1536, 576, 2, static_cast<int>(best_isa_level()), 1})->UseRealTime();
 
 // The formats of llama.cpp's K-quant mixes: Q5_0 (rows that are not whole
 // super-blocks) at SmolLM2's gate/up shape, Q4_K and Q6_K at its down shape
 // and at a 4096-wide one (Llama-class models), one and two threads, streamed.
 void kmix_args(benchmark::internal::Benchmark* b) {
-  const int best = static_cast<int>(best_simd_level());
+  const int best = static_cast<int>(best_isa_level());
   for (int64_t threads : {1, 2}) {
     b->Args({576, 1536, threads, best, 1});
     b->Args({4096, 4096, threads, best, 1});
   }
-  b->Args({4096, 4096, 1, static_cast<int>(SimdLevel::avx2), 1});  // the 256-bit kernels, for comparison
+  b->Args({4096, 4096, 1, static_cast<int>(IsaLevel::avx2), 1});  // the 256-bit kernels, for comparison
   b->ArgNames({"out", "in", "threads", "level", "streamed"});
 }
 BENCHMARK(BM_MatVec<DType::q5_0>)
-    ->Args({1536, 576, 1, static_cast<int>(best_simd_level()), 1})
-    ->Args({1536, 576, 2, static_cast<int>(best_simd_level()), 1})
-    ->Args({1536, 576, 2, static_cast<int>(SimdLevel::avx2), 1})  // the 8-row layout
+    ->Args({1536, 576, 1, static_cast<int>(best_isa_level()), 1})
+    ->Args({1536, 576, 2, static_cast<int>(best_isa_level()), 1})
+    ->Args({1536, 576, 2, static_cast<int>(IsaLevel::avx2), 1})  // the 8-row layout
     ->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
@@ -151,7 +151,7 @@ BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
 // entered) parallel region, the tile loop.
 void BM_TinyMatVecOverhead(benchmark::State& state) {
   omp_set_num_threads(static_cast<int>(state.range(0)));
-  force_simd_level(best_simd_level());
+  force_isa_level(best_isa_level());
   Copies c = make_copies(DType::q8_0, 64, 64, 0);
   const auto x = random_x(64, 1);
   std::vector<float> y(64);
@@ -178,7 +178,7 @@ BENCHMARK(BM_OmpRegion)->Arg(2)->UseRealTime();
 void BM_DecodeStep(benchmark::State& state) {
   omp_set_num_threads(static_cast<int>(state.range(0)));
   const auto terms = static_cast<ActivationTerms>(state.range(1));
-  force_simd_level(best_simd_level());
+  force_isa_level(best_isa_level());
   constexpr int kLayers = 30;
   const int64_t layer_shapes[][2] = {{576, 576}, {192, 576}, {192, 576}, {576, 576},
                                      {1536, 576}, {1536, 576}, {576, 1536}};
@@ -231,7 +231,7 @@ void time_prefill(benchmark::State& state, DType type, int64_t out, int64_t in, 
 void BM_Prefill(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   omp_set_num_threads(static_cast<int>(state.range(3)));
-  force_simd_level(best_simd_level());
+  force_isa_level(best_isa_level());
   time_prefill(state, type, state.range(1), state.range(2), static_cast<ActivationTerms>(state.range(4)));
   state.SetLabel(std::string(dtype_name(type)));
 }
@@ -250,11 +250,11 @@ void BM_KQuantPrefill(benchmark::State& state) {
   if (!use_level(state, state.range(1))) return;
   omp_set_num_threads(1);
   time_prefill(state, type, 576, 1536, static_cast<ActivationTerms>(state.range(2)));
-  state.SetLabel(std::string(dtype_name(type)) + " " + simd_level_name(active_kernels().level));
+  state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(active_kernels().level)));
 }
 BENCHMARK(BM_KQuantPrefill)
     ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k)},
-                   {static_cast<int64_t>(SimdLevel::avx2), static_cast<int64_t>(best_simd_level())},
+                   {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(best_isa_level())},
                    {1, 2}})
     ->ArgNames({"type", "level", "terms"})
     ->UseRealTime()

@@ -1,8 +1,8 @@
 // dequantize_fast.hpp: row dequantization for FloatLinear's f32 path, fast.
 //
 // The formulas of the scalar reference (reference.cpp) in loops the compiler
-// vectorizes, each compiled for AVX-512, AVX2 and baseline x86-64
-// (TESSERA_SIMD_CLONES). The results are the reference's bits
+// vectorizes, compiled once per instruction-set level (dequantize_rows.cpp,
+// tessera/isa.hpp). The results are the reference's bits
 // (tests/test_dequantize.cpp), only faster: d * q is exact in f32 (an f16
 // scale has an 11-bit significand, q at most 8 bits), so d * q + m rounds
 // once whether or not the compiler fuses it into one multiply-add. The
@@ -11,7 +11,7 @@
 // the scalar dequantization took 64% of decode time; with these loops decode
 // went from 22 to 51-63 tok/s on the default model. A K-quant row of 1536
 // takes 166 ns (Q4_K), 177 (Q5_K) and 238 (Q6_K) against the reference's
-// 226, 305 and 1600 (AVX-512 clone, one core of the Zen 4 EPYC).
+// 226, 305 and 1600 (AVX-512 level, one core of the Zen 4 EPYC).
 #pragma once
 
 #include <cstdint>

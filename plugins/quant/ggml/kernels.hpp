@@ -1,25 +1,20 @@
-// kernels.hpp: the dot-product kernels, one table per SIMD level, chosen once at run time.
+// kernels.hpp: the dot-product kernels, one table per instruction-set level
+// (tessera/isa.hpp), chosen once at run time.
 //
-// Each SIMD level lives in its own translation unit compiled with its own -m
-// flags (kernels_avx2.cpp, kernels_avx512.cpp, ...), so one build runs on any
-// x86-64 and uses the widest instructions the CPU has. Only this header (plain
-// declarations) and blocks.hpp are shared with those translation units.
+// Each level lives in its own translation unit compiled with that level's
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, ...: tessera_isa_sources in
+// CMakeLists.txt), so one build runs on any x86-64 and uses the widest
+// instructions the CPU has. Only this header (plain declarations),
+// tessera/isa.hpp and blocks.hpp are shared with those translation units.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "blocks.hpp"
+#include "tessera/isa.hpp"
 
 namespace tessera::ggml {
-
-enum class SimdLevel : int {
-  scalar = 0,       // portable C++, the reference
-  avx2 = 1,         // AVX2 + FMA + F16C
-  avx512 = 2,       // AVX-512 F/BW/VL (+ the AVX2 set)
-  avx512_vnni = 3,  // as avx512, with vpdpbusd for the u8 x i8 dot products
-};
-inline constexpr int kSimdLevelCount = 4;
 
 // The largest tile a quantized tile kernel accepts.
 inline constexpr int kMaxTileW = 4;  // weight rows
@@ -81,7 +76,7 @@ using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const B
                               int nx, int64_t nb, float* y, size_t y_stride);
 
 struct KernelTable {
-  SimdLevel level;
+  IsaLevel level;
   const char* name;
   int preferred_tile_x;  // activation rows per tile for prefill (register budget)
   QuantizeQ8_1Fn quantize_q8_1;
@@ -134,19 +129,15 @@ const KernelTable& avx2_kernel_table();
 const KernelTable& avx512_kernel_table();
 const KernelTable& avx512_vnni_kernel_table();
 
-const char* simd_level_name(SimdLevel level);
-bool cpu_supports(SimdLevel level);
-SimdLevel best_simd_level();
-
 // The table for `level`, or nullptr when this CPU lacks it.
-const KernelTable* kernels_for(SimdLevel level);
+const KernelTable* kernels_for(IsaLevel level);
 
-// The table in use: the best level (or the one the TESSERA_GGML_SIMD environment
-// variable names, if the CPU has it) unless forced. Chosen once, thread-safe.
+// The table in use: best_isa_level()'s (which $TESSERA_ISA caps) unless
+// forced. Chosen once, thread-safe.
 const KernelTable& active_kernels();
 
 // Internal, for tests and benchmarks: use `level` from now on. Returns false
 // (and changes nothing) when the CPU lacks it. Not to be called while kernels run.
-bool force_simd_level(SimdLevel level);
+bool force_isa_level(IsaLevel level);
 
 }  // namespace tessera::ggml

@@ -553,7 +553,7 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
 
 const KernelTable& avx2_kernel_table() {
   static const KernelTable table{
-      SimdLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
+      IsaLevel::avx2, "avx2", kTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_f16, &dot_bf16, repack::q4_1x8, repack::q8_0x8, nullptr, nullptr,
       &dot_blocks_f32<Q4_0Weights>, &dot_blocks_f32<Q4_1Weights>, &dot_blocks_f32<Q8_0Weights>, &f32_tile,
       &tile<Q5_0>, &tile<Q5_1>,

@@ -4,5 +4,5 @@
 #include "kernels_avx512_impl.hpp"
 
 namespace tessera::ggml {
-const KernelTable& avx512_kernel_table() { return make_table(SimdLevel::avx512, "avx512"); }
+const KernelTable& avx512_kernel_table() { return make_table(IsaLevel::avx512, "avx512"); }
 }  // namespace tessera::ggml

@@ -417,7 +417,7 @@ float dot_half(const void* w, const float* x, int64_t n) {
 #include "kernels_repack16_impl.hpp"
 #endif
 
-const KernelTable& make_table(SimdLevel level, const char* name) {
+const KernelTable& make_table(IsaLevel level, const char* name) {
   static const KernelTable table{
       level, name, kMaxTileX, &quantize_q8_1, &tile<Q4_0>, &tile<Q4_1>, &tile<Q8_0>,
       &dot_f32, &dot_half<f16x16>, &dot_half<bf16x16>, repack::q4_1x8, repack::q8_0x8,

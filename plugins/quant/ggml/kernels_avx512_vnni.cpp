@@ -4,5 +4,5 @@
 #include "kernels_avx512_impl.hpp"
 
 namespace tessera::ggml {
-const KernelTable& avx512_vnni_kernel_table() { return make_table(SimdLevel::avx512_vnni, "avx512_vnni"); }
+const KernelTable& avx512_vnni_kernel_table() { return make_table(IsaLevel::avx512_vnni, "avx512_vnni"); }
 }  // namespace tessera::ggml

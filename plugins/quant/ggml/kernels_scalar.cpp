@@ -319,7 +319,7 @@ void q8_0_group(const void* group, int64_t nb, const BlockQ8_1* x, const Activat
 
 const KernelTable& scalar_kernel_table() {
   static const KernelTable table{
-      SimdLevel::scalar,
+      IsaLevel::scalar,
       "scalar",
       4,
       &quantize_row_q8_1,

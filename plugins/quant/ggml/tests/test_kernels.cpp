@@ -72,7 +72,7 @@ double abs_dot(DType type, const uint8_t* w, const BlockQ8_1* x, int64_t cols) {
   return s;
 }
 
-class KernelLevel : public ::testing::TestWithParam<SimdLevel> {};
+class KernelLevel : public ::testing::TestWithParam<IsaLevel> {};
 
 TEST_P(KernelLevel, QuantTilesMatchScalar) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
@@ -388,14 +388,14 @@ INSTANTIATE_TEST_SUITE_P(Levels, KernelLevel, ::testing::ValuesIn(testing::all_l
                          testing::level_param_name);
 
 TEST(Dispatch, BestLevelIsSupportedAndForcingWorks) {
-  const SimdLevel best = best_simd_level();
+  const IsaLevel best = best_isa_level();
   EXPECT_TRUE(cpu_supports(best));
-  EXPECT_TRUE(cpu_supports(SimdLevel::scalar));
-  ASSERT_TRUE(force_simd_level(SimdLevel::scalar));
-  EXPECT_EQ(active_kernels().level, SimdLevel::scalar);
-  ASSERT_TRUE(force_simd_level(best));
+  EXPECT_TRUE(cpu_supports(IsaLevel::scalar));
+  ASSERT_TRUE(force_isa_level(IsaLevel::scalar));
+  EXPECT_EQ(active_kernels().level, IsaLevel::scalar);
+  ASSERT_TRUE(force_isa_level(best));
   EXPECT_EQ(active_kernels().level, best);
-  std::printf("[ info ] best SIMD level on this CPU: %s\n", simd_level_name(best));
+  std::printf("[ info ] best instruction-set level on this CPU: %s\n", isa_level_name(best).data());
 }
 
 }  // namespace

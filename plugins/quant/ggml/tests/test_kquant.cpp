@@ -150,7 +150,7 @@ TEST(KQuantTiles, ScalarIsTheF64SumOfTheDefinition) {
   }
 }
 
-class KQuantLevel : public ::testing::TestWithParam<SimdLevel> {};
+class KQuantLevel : public ::testing::TestWithParam<IsaLevel> {};
 
 TEST_P(KQuantLevel, TilesMatchScalar) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());

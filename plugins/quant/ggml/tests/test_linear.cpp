@@ -89,7 +89,7 @@ struct Case {
   int64_t in;
 };
 
-class LinearLevel : public ::testing::TestWithParam<SimdLevel> {};
+class LinearLevel : public ::testing::TestWithParam<IsaLevel> {};
 
 TEST_P(LinearLevel, ForwardMatchesF32Reference) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
@@ -301,21 +301,21 @@ TEST(Linear, RepackedMatchesInPlace) {
 // f32 summation order. Skipped, with the reason, where the layout is not used.
 TEST(Linear, WideLayoutFallsBackWhereTheLevelLacksItsKernels) {
   constexpr int64_t kOut = 70, kIn = 576;
-  const SimdLevel best = best_simd_level();
-  ASSERT_TRUE(force_simd_level(best));  // the layout follows the level in use at construction
+  const IsaLevel best = best_isa_level();
+  ASSERT_TRUE(force_isa_level(best));  // the layout follows the level in use at construction
   for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 41);
     QuantLinear linear(w.data(), type, kOut, kIn, {});
-    if (linear.column_alignment() != kWideRepackRows || !cpu_supports(SimdLevel::avx2)) {
-      GTEST_SKIP() << "the 16-row layout is not used at " << simd_level_name(best) << " on this CPU";
+    if (linear.column_alignment() != kWideRepackRows || !cpu_supports(IsaLevel::avx2)) {
+      GTEST_SKIP() << "the 16-row layout is not used at " << isa_level_name(best) << " on this CPU";
     }
     for (int64_t n : {1, 5}) {
       const auto x = random_floats(n * kIn, 43);
       std::vector<float> wide(n * kOut), fallback(n * kOut);
       ASSERT_TRUE(linear.forward(x.data(), wide.data(), n).ok());
-      ASSERT_TRUE(force_simd_level(SimdLevel::avx2));
+      ASSERT_TRUE(force_isa_level(IsaLevel::avx2));
       const Status st = linear.forward(x.data(), fallback.data(), n);
-      ASSERT_TRUE(force_simd_level(best));
+      ASSERT_TRUE(force_isa_level(best));
       ASSERT_TRUE(st.ok());
       for (int64_t i = 0; i < n * kOut; ++i)
         ASSERT_NEAR(wide[i], fallback[i], 1e-4f * (1.0f + std::fabs(wide[i]))) << dtype_name(type) << " at " << i;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reference.hpp"
+#include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
 #include "test_util.hpp"
 

@@ -148,7 +148,7 @@ TEST(Quantize, AllZeroBlockIsExact) {
 }
 
 // The SIMD activation quantizers are bit-identical to the scalar one.
-class QuantizeLevel : public ::testing::TestWithParam<SimdLevel> {};
+class QuantizeLevel : public ::testing::TestWithParam<IsaLevel> {};
 
 TEST_P(QuantizeLevel, Q8_1MatchesScalarBitForBit) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());

@@ -44,19 +44,19 @@ inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
 }
 
 // Every SIMD level, for parametrized tests; the test skips levels this CPU lacks.
-inline std::vector<SimdLevel> all_levels() {
-  return {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vnni};
+inline std::vector<IsaLevel> all_levels() {
+  return {IsaLevel::scalar, IsaLevel::avx2, IsaLevel::avx512, IsaLevel::avx512_vnni};
 }
 
-inline std::string level_param_name(const ::testing::TestParamInfo<SimdLevel>& info) {
-  return simd_level_name(info.param);
+inline std::string level_param_name(const ::testing::TestParamInfo<IsaLevel>& info) {
+  return std::string(isa_level_name(info.param));
 }
 
 // Forces a SIMD level for the lifetime of the object, restoring the best one after.
 class ScopedLevel {
  public:
-  explicit ScopedLevel(SimdLevel level) : ok_(force_simd_level(level)) {}
-  ~ScopedLevel() { (void)force_simd_level(best_simd_level()); }
+  explicit ScopedLevel(IsaLevel level) : ok_(force_isa_level(level)) {}
+  ~ScopedLevel() { (void)force_isa_level(best_isa_level()); }
   bool ok() const { return ok_; }
 
  private:
@@ -68,6 +68,6 @@ class ScopedLevel {
 // Skip (with the reason printed) a level the CPU cannot run.
 #define TESSERA_SKIP_IF_UNSUPPORTED(level)                                                   \
   do {                                                                                       \
-    if (!::tessera::ggml::cpu_supports(level))                                               \
-      GTEST_SKIP() << "this CPU lacks " << ::tessera::ggml::simd_level_name(level);          \
+    if (!::tessera::cpu_supports(level))                                               \
+      GTEST_SKIP() << "this CPU lacks " << ::tessera::isa_level_name(level);          \
   } while (0)

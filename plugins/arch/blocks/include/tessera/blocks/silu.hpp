@@ -46,7 +46,8 @@ inline double exp_for_float(double x) {
 }
 
 // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for i < n, in float but for
-// the exp; compiled for AVX-512, AVX2 and baseline x86-64, chosen at load.
+// the exp; compiled once per instruction-set level (silu_kernel.cpp), the
+// best level chosen once (tessera/isa.hpp).
 void silu_mul(float* gate, const float* up, int64_t n);
 
 }  // namespace tessera::blocks
