@@ -5,7 +5,7 @@
 // of this kind (SmolLM2-135M Q4_K_M) are mostly Q5_0; none can be fetched
 // here, so the file is made from the default model with the quant plugin's
 // reference quantizers. The formats' arithmetic is tested against the
-// reference in plugins/quant/ggml/tests; this checks the whole path (GGUF
+// reference in plugins/quant/ggml/*_test.cpp; this checks the whole path (GGUF
 // types, format choice, the quantized-domain drivers) on a real model.
 #include <unistd.h>
 

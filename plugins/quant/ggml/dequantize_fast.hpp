@@ -3,7 +3,7 @@
 // The formulas of the scalar reference (reference.cpp) in loops the compiler
 // vectorizes, compiled once per instruction-set level (dequantize_rows.cpp,
 // tessera/isa.hpp). The results are the reference's bits
-// (tests/test_dequantize.cpp), only faster: d * q is exact in f32 (an f16
+// (dequantize_test.cpp), only faster: d * q is exact in f32 (an f16
 // scale has an 11-bit significand, q at most 8 bits), so d * q + m rounds
 // once whether or not the compiler fuses it into one multiply-add. The
 // K-quants' d * sc * q is exact as well (at most 23 bits), so

@@ -2,7 +2,7 @@
 // and against itself run in other batch shapes.
 #include <gtest/gtest.h>
 
-#include "harness.hpp"
+#include "transformer_harness_testing.hpp"
 
 namespace tessera::transformer::testing {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "manager_harness.hpp"
+#include "manager_harness_testing.hpp"
 
 namespace tessera::plugins::paged {
 namespace {

@@ -1,4 +1,4 @@
-// fake_model.hpp: a tiny random f32 Llama-family model and plain, obviously
+// fake_model_testing.hpp: a tiny random f32 Llama-family model and plain, obviously
 // correct stand-ins for what the core provides (weight store, builder, Linear,
 // attention kernel, KV cache), so the plugin is tested without any other plugin.
 #pragma once

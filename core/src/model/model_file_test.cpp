@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gguf_bytes.hpp"
+#include "model/gguf_bytes_testing.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/inspect.hpp"
 #include "model/model_file.hpp"
-#include "safetensors_bytes.hpp"
+#include "model/safetensors_bytes_testing.hpp"
 
 namespace tessera {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "harness.hpp"
+#include "transformer_harness_testing.hpp"
 #include "tessera/plugin.hpp"
 
 const tessera::PluginLibrary* tessera_transformer_entry();

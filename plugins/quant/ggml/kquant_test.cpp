@@ -15,7 +15,7 @@
 
 #include "kquant_linear.hpp"
 #include "reference.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {

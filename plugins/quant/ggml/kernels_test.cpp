@@ -15,7 +15,7 @@
 #include "quant_linear.hpp"
 #include "reference.hpp"
 #include "repack.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "gguf_bytes.hpp"
+#include "model/gguf_bytes_testing.hpp"
 #include "model/safetensors.hpp"
-#include "safetensors_bytes.hpp"
+#include "model/safetensors_bytes_testing.hpp"
 
 namespace tessera {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "harness.hpp"
+#include "transformer_harness_testing.hpp"
 
 namespace {
 std::atomic<bool> g_counting{false};

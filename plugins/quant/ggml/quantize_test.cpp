@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "reference.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {

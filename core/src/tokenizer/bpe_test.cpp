@@ -4,7 +4,7 @@
 
 #include "tokenizer/regex_splitter.hpp"
 #include "tokenizer/tokenizer.hpp"
-#include "tiny_vocab.hpp"
+#include "tokenizer/tiny_vocab_testing.hpp"
 
 namespace tessera::tok {
 namespace {

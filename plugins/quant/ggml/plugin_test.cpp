@@ -15,7 +15,7 @@
 #include "reference.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {

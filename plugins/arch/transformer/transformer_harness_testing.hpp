@@ -1,4 +1,4 @@
-// harness.hpp: builds the plugin's model over the fake model and runs batches
+// transformer_harness_testing.hpp: builds the plugin's model over the fake model and runs batches
 // the way the engine does (append_slots, then forward).
 #pragma once
 
@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "fake_model.hpp"
-#include "reference_forward.hpp"
+#include "fake_model_testing.hpp"
+#include "reference_forward_testing.hpp"
 #include "transformer_model.hpp"
 
 namespace tessera::transformer::testing {

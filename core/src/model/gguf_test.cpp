@@ -7,7 +7,7 @@
 
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
-#include "gguf_bytes.hpp"
+#include "model/gguf_bytes_testing.hpp"
 
 namespace tessera {
 namespace {

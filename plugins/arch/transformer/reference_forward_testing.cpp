@@ -1,4 +1,4 @@
-#include "reference_forward.hpp"
+#include "reference_forward_testing.hpp"
 
 #include <algorithm>
 #include <cmath>

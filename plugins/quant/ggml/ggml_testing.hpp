@@ -1,4 +1,4 @@
-// test_util.hpp: shared helpers for the ggml plugin tests.
+// ggml_testing.hpp: shared helpers for the ggml plugin tests.
 #pragma once
 
 #include <gtest/gtest.h>

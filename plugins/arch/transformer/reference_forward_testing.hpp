@@ -1,11 +1,11 @@
-// reference_forward.hpp: an independent, naive Llama forward in the style of
+// reference_forward_testing.hpp: an independent, naive Llama forward in the style of
 // llama2.c's run.c: one sequence, one token at a time, its own KV arrays, its
 // own RoPE written from the formulas. The plugin is tested against it.
 #pragma once
 
 #include <vector>
 
-#include "fake_model.hpp"
+#include "fake_model_testing.hpp"
 
 namespace tessera::transformer::testing {
 

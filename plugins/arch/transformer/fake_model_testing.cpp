@@ -1,4 +1,4 @@
-#include "fake_model.hpp"
+#include "fake_model_testing.hpp"
 
 #include <cstdio>
 #include <cstdlib>

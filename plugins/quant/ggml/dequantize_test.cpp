@@ -8,7 +8,7 @@
 
 #include "dequantize_fast.hpp"
 #include "reference.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {

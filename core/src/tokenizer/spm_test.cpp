@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tokenizer/tokenizer.hpp"
-#include "tiny_vocab.hpp"
+#include "tokenizer/tiny_vocab_testing.hpp"
 
 namespace tessera::tok {
 namespace {

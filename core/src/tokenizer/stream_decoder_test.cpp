@@ -4,7 +4,7 @@
 
 #include "tokenizer/stream_decoder.hpp"
 #include "tokenizer/utf8.hpp"
-#include "tiny_vocab.hpp"
+#include "tokenizer/tiny_vocab_testing.hpp"
 
 namespace tessera::tok {
 namespace {

@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "manager_harness.hpp"
+#include "manager_harness_testing.hpp"
 
 namespace tessera::plugins::paged {
 namespace {

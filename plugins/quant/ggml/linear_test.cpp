@@ -22,7 +22,7 @@
 #include "quant_linear.hpp"
 #include "reference.hpp"
 #include "row_split.hpp"
-#include "test_util.hpp"
+#include "ggml_testing.hpp"
 
 namespace tessera::ggml {
 namespace {
