@@ -112,8 +112,8 @@ int cmd_bench(int argc, char** argv) {
     return kExitOk;
   }
   fmt::print("{}\n", (*session)->describe());
-  fmt::print("prompt {} tokens, generate {} tokens, {} threads, {} runs\n\n", config.prompt_tokens, config.gen_tokens,
-             r.threads, config.repeat);
+  fmt::print("prompt {} tokens, generate {} tokens, {} threads (mean per step {:.2f}; {}), {} runs\n\n",
+             config.prompt_tokens, config.gen_tokens, r.threads, r.mean_step_threads, r.omp_wait, config.repeat);
   fmt::print("{:<22}{:>12}{:>12}{:>12}{:>12}\n", "", "median", "stddev", "min", "max");
   auto row = [](const char* name, const BenchStat& s) {
     fmt::print("{:<22}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s.median, s.stddev, s.min, s.max);

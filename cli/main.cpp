@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/omp_wait.hpp"
 #include "backend/devices.hpp"
 #include "cli_common.hpp"
 #include "version.hpp"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "--version" || command == "version") {
     fmt::print("tessera {}\n", tessera::version());
     fmt::print("cpu: {}\n", tessera::cpu_features().summary());
+    fmt::print("openmp wait: {}\n", tessera::omp_wait_setting());
     const tessera::CudaStatus cuda = tessera::cuda_status();
     if (cuda.devices.empty()) fmt::print("cuda: {}\n", cuda.why_none);
     for (const auto& d : cuda.devices)

@@ -133,6 +133,29 @@ TEST(Cli, PluginFromAnotherAbiIsNotUsedAndSaysWhyInVerboseListing) {
   EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
 }
 
+// Without -v: a folder the user named that does not exist is a warning, and
+// the listing says which files were found but not loaded, and why.
+TEST(Cli, PluginProblemsShowWithoutVerbose) {
+  const std::string missing = (scratch_dir() / "no-such-plugin-folder").string();
+  auto r = run_command(kCli + " plugins --path " + missing + " --path " + kFixtures + "/future");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("plugin folder " + missing + " does not exist"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("found but not loaded"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("built for Tessera plugin ABI 99."), std::string::npos) << r.out;
+}
+
+// A pipeline asking for a plugin that was found but refused says why, not
+// only that no such plugin exists.
+TEST(Cli, APipelineAskingForARefusedPluginSaysWhy) {
+  std::string pipeline = fixture_pipeline();
+  pipeline.replace(pipeline.find("/first"), 6, "/future");
+  const auto p = write_file("refused.toml", pipeline);
+  auto r = run_command(kCli + " run " + p.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("found but not loaded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("built for Tessera plugin ABI 99."), std::string::npos) << r.err;
+}
+
 TEST(Cli, AFileThatIsNotALibraryIsRejectedWithAReason) {
   const fs::path dir = scratch_dir() / "bogus_plugins";
   fs::create_directories(dir);

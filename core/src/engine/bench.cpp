@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backend/cpu/huge_pages.hpp"
+#include "backend/cpu/omp_wait.hpp"
 #include "backend/cpu/read_bandwidth.hpp"
 #include "tessera/argmax.hpp"
 
@@ -45,7 +46,9 @@ nlohmann::json BenchReport::to_json() const {
           {"kv_read_bytes", kv_read_bytes},
           {"read_bytes_per_s", read_bytes_per_s},
           {"huge_page_bytes", huge_page_bytes},
-          {"thp_mode", thp_mode}};
+          {"thp_mode", thp_mode},
+          {"omp_wait", omp_wait},
+          {"mean_step_threads", mean_step_threads}};
 }
 
 namespace {
@@ -132,6 +135,9 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
   report.peak_rss_bytes = peak_rss_bytes();
   report.huge_page_bytes = anon_huge_page_bytes();  // before the probe's buffer exists
   report.thp_mode = transparent_huge_pages_mode();
+  report.omp_wait = omp_wait_setting();
+  const ThreadGovernor* governor = session.thread_governor();
+  report.mean_step_threads = governor != nullptr ? governor->mean_threads() : report.threads;
   if (config.gen_tokens > 0 && config.measure_bandwidth) {
     report.read_bytes_per_s = measure_read_bandwidth(report.threads).bytes_per_s;
   }

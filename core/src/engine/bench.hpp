@@ -48,6 +48,11 @@ struct BenchReport {
   // repacked weights ask for them), and the machine's THP mode ("" unknown).
   uint64_t huge_page_bytes = 0;
   std::string thp_mode;
+  // How OpenMP threads wait between regions ("GOMP_SPINCOUNT=30000", ...):
+  // on a shared machine it moves decode speed by 2x (backend/cpu/omp_wait.hpp).
+  std::string omp_wait;
+  // The mean threads a step used ([run] adapt_threads; = threads without it).
+  double mean_step_threads = 0;
   nlohmann::json to_json() const;
 };
 

@@ -37,7 +37,7 @@ Scheduler::Scheduler(Session& session, SchedulerConfig config, DraftProposer* pr
     : session_(session),
       config_(config),
       planner_(session.memory(), session.context_length(), config, proposer, session.memory_truncates()),
-      executor_(session.model(), session.memory()),
+      executor_(session.model(), session.memory(), session.thread_governor()),
       outputs_(session.memory(), session.strategy(), session.tokenizer(), session.context_length(),
                session.memory_truncates(), [&session] { return session.explain_nonfinite_logits(); }) {}
 

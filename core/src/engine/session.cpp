@@ -49,6 +49,7 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
   const int64_t threads = pipeline.run.get_int("threads");
   s->threads_ = threads > 0 ? static_cast<int>(threads) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(s->threads_);
+  if (s->threads_ > 1 && pipeline.run.get_bool("adapt_threads")) s->governor_ = std::make_unique<ThreadGovernor>(s->threads_);
 
   auto file = open_model(pipeline.model.get_string("path"));
   if (!file.ok()) return file.status();
@@ -191,7 +192,10 @@ Status Session::extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_pas
     const int32_t n_logits = all_logits ? n : (last ? 1 : 0);
     const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), n_logits};
     const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
-    TESSERA_RETURN_IF_ERROR(model_->forward(batch, *memory_, all_logits ? logits + done * vocab : logits));
+    if (governor_) governor_->before_step();
+    const Status status = model_->forward(batch, *memory_, all_logits ? logits + done * vocab : logits);
+    if (governor_) governor_->after_step();
+    TESSERA_RETURN_IF_ERROR(status);
     done += static_cast<size_t>(n);
   }
   return Status::Ok();

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/thread_governor.hpp"
 #include "engine/metrics.hpp"
 #include "engine/request.hpp"
 #include "pipeline/pipeline.hpp"
@@ -74,6 +75,8 @@ class Session {
   // now, not at start-up: it reads every weight).
   Status explain_nonfinite_logits() const;
   int threads() const { return threads_; }
+  // Each step's thread count ([run] adapt_threads), or nullptr: always threads().
+  ThreadGovernor* thread_governor() { return governor_.get(); }
   // Plugin-specific figures for the metrics JSON ("plugins" object).
   nlohmann::json plugin_stats() const;
   // One-line description of what was assembled, for logs.
@@ -96,6 +99,7 @@ class Session {
   int32_t n_layer_ = 0;
   bool memory_truncates_ = true;
   int threads_ = 1;
+  std::unique_ptr<ThreadGovernor> governor_;
   MemoryStats last_memory_stats_;
 };
 

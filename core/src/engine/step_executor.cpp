@@ -23,7 +23,10 @@ Status StepExecutor::execute(const StepPlan& plan) {
   const auto vocab = static_cast<size_t>(model_.vocab_size());
   if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
   if (plan.items.empty()) return Status::Ok();
-  return model_.forward(Batch{tokens_, seqs_}, memory_, logits_.data());
+  if (threads_ != nullptr) threads_->before_step();
+  const Status status = model_.forward(Batch{tokens_, seqs_}, memory_, logits_.data());
+  if (threads_ != nullptr) threads_->after_step();
+  return status;
 }
 
 std::span<float> StepExecutor::logits(size_t item) {

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/cpu/thread_governor.hpp"
 #include "engine/step_planner.hpp"
 #include "tessera/architecture.hpp"
 
@@ -12,7 +13,9 @@ namespace tessera {
 
 class StepExecutor {
  public:
-  StepExecutor(Model& model, SequenceMemory& memory) : model_(model), memory_(memory) {}
+  // `threads` (optional) chooses each step's thread count.
+  StepExecutor(Model& model, SequenceMemory& memory, ThreadGovernor* threads = nullptr)
+      : model_(model), memory_(memory), threads_(threads) {}
 
   // Runs the plan's items in one forward. Afterwards logits(i) holds item i's
   // n_logits rows [n_logits, vocab_size].
@@ -22,6 +25,7 @@ class StepExecutor {
  private:
   Model& model_;
   SequenceMemory& memory_;
+  ThreadGovernor* threads_;
   std::vector<int32_t> tokens_;
   std::vector<BatchSeq> seqs_;
   std::vector<size_t> first_row_;  // per item

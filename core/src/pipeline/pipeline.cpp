@@ -29,6 +29,7 @@ constexpr ParamSpec kRunParams[] = {
     param_bool("chat", "false", "wrap the prompt with the model's chat template"),
     param_string("system", "\"\"", nullptr, "system message for chat (empty: the template's default)"),
     param_int("threads", "0", 0, 4096, "CPU threads (0: one per core)"),
+    param_bool("adapt_threads", "true", "use fewer threads while other processes keep the cores busy"),
     param_int("context", "0", 0, 1e9, "context length cap in tokens (0: the model's trained context)"),
     param_bool("stream", "true", "print text to stdout as it is generated"),
 };

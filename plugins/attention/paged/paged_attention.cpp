@@ -374,6 +374,7 @@ PagedAttention::PagedAttention(const ParamValues& params) {
   }
   query_rows_ = static_cast<int32_t>(query_rows);
   splits_ = static_cast<int32_t>(splits);
+  parallelism_ = std::max(1, omp_get_max_threads());
 }
 
 Status PagedAttention::forward(const AttentionArgs& a) noexcept {
@@ -399,7 +400,8 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     }
     if (items.empty()) return Status::Ok();
 
-    const int n_threads = multiply_adds < kParallelThreshold ? 1 : std::max(1, omp_get_max_threads());
+    const bool parallel = multiply_adds >= kParallelThreshold;
+    const int n_threads = parallel ? parallelism_ : 1;
     // Automatic split-K: enough tasks for every thread to get about four, so
     // that uneven ones even out, as long as parts stay long enough to pay off.
     const int64_t base_tasks = static_cast<int64_t>(items.size()) * a.n_kv_head;
@@ -443,7 +445,8 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
     // Widening scratch only where f16 rows are widened in memory (no f16 loops for this head_dim).
     const bool widens = a.kv.dtype == DType::f16 && !paged_attention::has_f16_loops(a.head_dim);
     const size_t per_thread = scratch_floats(max_vec, a.head_dim, group, widens);
-    const int team = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
+    const int available = parallel ? std::max(1, omp_get_max_threads()) : 1;
+    const int team = std::max(1, std::min({n_threads, available, static_cast<int>(tasks.size())}));
     // Kept between calls and only ever grown: no allocation, and no zeroing of
     // the widening scratch, per layer of a steady decode.
     const size_t scratch_size = per_thread * static_cast<size_t>(team);

@@ -37,6 +37,11 @@ class PagedAttention final : public AttentionKernel {
  private:
   int32_t query_rows_ = 16;
   int32_t splits_ = 0;
+  // The threads the automatic split-K plans for: the thread count when the
+  // kernel was made (the pipeline's), not each call's. The engine runs a step
+  // on fewer threads while the cores are busy; planning the same parts
+  // whatever the load keeps the arithmetic, and so the output, the same.
+  int parallelism_ = 1;
   // Per-thread task scratch and split-K partial states, grown on demand and
   // reused by every call (one call at a time, as attention.hpp allows).
   std::vector<float> scratch_;
