@@ -2,41 +2,16 @@
 // (declared in paged_block_ops_x86.hpp), compiled for the avx512 level alone
 // (tessera_isa_sources in CMakeLists.txt); paged_block_ops.cpp calls them
 // only where tessera/isa.hpp says the CPU runs that level.
-#include "paged_block_ops_x86.hpp"
+#include "paged_x86_intrinsics.hpp"
 
 #if TESSERA_PAGED_X86
 
-// GCC 12's AVX-512 intrinsics seed their unused masked-off operand with a
-// self-initialized "undefined" vector, which -W(maybe-)uninitialized reports
-// from the header's lines wherever the optimizer keeps it.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
-#include <algorithm>
-#include <limits>
-
-#include "tessera/fast_exp.hpp"
-
 namespace tessera::plugins::paged_attention::x86 {
 
-// K and V rows are f32, or f16 widened in registers as they are loaded (f16
-// pools: half the bytes, and no widened copy in memory). Every loop below is
-// a template over the element type KvT, float or uint16_t (f16 bits).
 [[gnu::always_inline]] inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 [[gnu::always_inline]] inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-
-// Scores a block of 16 keys (8 with AVX2) at a time: one vector of partial
-// sums per key, then the block's vectors summed lane-wise by a transpose
-// tree into one vector of its scores and one store. Reducing each score on
-// its own costs a chain of shuffles and adds per score (most of the loop's
-// time at head_dim 64); the tree needs about three instructions per score.
 
 // The sum, or the maximum, of the 16 lanes (GCC 12's _mm512_reduce_* warn of
 // uninitialized values inside their own code).
@@ -194,13 +169,7 @@ void group_scores_avx512(const float* q, int32_t n_q, const uint16_t* k, int64_t
   group_scores_avx512_any(q, n_q, k, stride, head_dim, n, s, ld_s);
 }
 
-// Fused value accumulation: the rows of a group share every V row, so a pass
-// holds a slice of kVecs vectors of head_dim for up to kRows rows in registers
-// and walks the runs once, loading each V slice once and adding it, times a
-// broadcast weight, to every row. Passes: AVX-512 slices of 64 floats for up
-// to 6 rows (24 accumulators, 4 V vectors, a weight); AVX2 slices of 16 for
-// up to 4 (8 + 2 + 1 of 16 registers). Per row and lane the sum runs over the
-// keys in order, as in accumulate_loop.
+// Fused value accumulation (paged_block_ops_x86.hpp).
 constexpr int32_t kAvx512PassRows = 6;
 
 // acc_g[d, d + 16 kVecs) = acc_g * correction[g] + sum_i p_g[i] v_i[d, d + 16 kVecs) for g < kRows,
@@ -295,17 +264,7 @@ void accumulate_group_avx512(const float* p, int64_t ld_p, int32_t n_rows, const
   accumulate_group_avx512_any(p, ld_p, n_rows, correction, runs, n_runs, stride, head_dim, acc);
 }
 
-// Online softmax with explicit vectors. GCC keeps the portable loop of
-// softmax_update_impl scalar: under its default -ftrapping-math it will not
-// turn the clamp inside exp_nonpositive into a vector max, and in a batched
-// decode that scalar loop took a third of the kernel's time. These apply the
-// steps of exp_nonpositive, with its constants (tessera/fast_exp.hpp), to 16
-// or 8 lanes at once, with the FMAs GCC forms from its scalar code.
-using fast_exp::kLn2Hi;
-using fast_exp::kLn2Lo;
-using fast_exp::kLog2e;
-using fast_exp::kMinArg;
-using fast_exp::kPoly;
+// Online softmax with explicit vectors (paged_block_ops_x86.hpp).
 
 [[gnu::always_inline]] inline __m512 exp_nonpositive_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(kMinArg), x);  // a NaN x passes: max returns its second operand then
