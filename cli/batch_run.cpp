@@ -39,6 +39,7 @@ int run_batch(Session& session, std::vector<GenerationRequest> requests, const B
                outcomes->size(), failed, s.generated_tokens, s.wall_ms / 1000, s.to_json()["tokens_per_s"].get<double>(),
                s.steps, s.max_running, s.preemptions, static_cast<double>(s.peak_kv_bytes_allocated) / (1 << 20),
                s.peak_kv_waste_percent, static_cast<double>(peak_rss_bytes()) / (1 << 20));
+    if (session.draft_proposer() != nullptr) print_speculation(s.speculation, options.speculative);
   }
   if (options.output != nullptr) {
     std::string lines;

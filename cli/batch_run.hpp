@@ -14,6 +14,7 @@ struct BatchOptions {
   const OutputFile* output = nullptr;        // JSONL, one line per request (null = none)
   const OutputFile* metrics_json = nullptr;  // aggregate metrics (null = none)
   bool quiet = false;
+  ParamValues speculative;  // the pipeline's [speculative], for the summary
 };
 
 // Prints each request's text to stdout in submission order, a summary to

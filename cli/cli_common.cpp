@@ -176,4 +176,16 @@ std::optional<int> parse_command_line(cxxopts::Options& options, int argc, char*
   return std::nullopt;
 }
 
+void print_speculation(const SpeculationStats& s, const ParamValues& speculative) {
+  fmt::print(stderr,
+             "speculative {}: {} drafts, {} tokens drafted, {} accepted ({:.1f}%), mean acceptance length {:.2f} | "
+             "draft {:.0f} ms, verify {:.0f} ms{}\n",
+             speculative.get_string("method"), s.drafts, s.drafted_tokens, s.accepted_tokens,
+             100.0 * s.acceptance_rate(), s.mean_acceptance_length(), s.draft_ms, s.verify_ms,
+             s.requests_turned_off > 0
+                 ? fmt::format(" | turned itself off for {} request{} (drafts did not pay)", s.requests_turned_off,
+                               s.requests_turned_off == 1 ? "" : "s")
+                 : std::string());
+}
+
 }  // namespace tessera::cli

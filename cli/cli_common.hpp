@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cxxopts_include.hpp"
+#include "engine/speculation_stats.hpp"
 #include "pipeline/pipeline.hpp"
 #include "tessera/status.hpp"
 
@@ -23,6 +24,10 @@ int exit_code_for(const Status& status);
 // Prints "error: <message>" to stderr and returns the exit code for it.
 int report(const Status& status);
 int report_usage(const std::string& message);
+
+// One stderr line of what speculative decoding did: drafts, acceptance, time
+// drafting and verifying, whether it turned itself off.
+void print_speculation(const SpeculationStats& stats, const ParamValues& speculative);
 
 // -v/-q handling shared by the subcommands.
 void configure_logging(bool verbose, bool quiet);

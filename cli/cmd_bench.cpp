@@ -1,4 +1,4 @@
-// tessera bench PIPELINE [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--seed S] [--threads T] [--set k=v]...
+// tessera bench PIPELINE [--prompt-tokens N | --prompt TEXT] [--gen-tokens N] [--repeat R] [--seed S] [--threads T] [--set k=v]...
 //               [--json] [--requests N [--prompt-range A:B] [--gen-range A:B] [--max-batch-tokens N]]
 #include <fmt/format.h>
 
@@ -33,6 +33,10 @@ int cmd_bench(int argc, char** argv) {
       "prompt-tokens", "prompt length", cxxopts::value<int32_t>()->default_value("512"))(
       "gen-tokens", "tokens generated after the prompt", cxxopts::value<int32_t>()->default_value("128"))(
       "repeat", "measured runs", cxxopts::value<int32_t>()->default_value("5"))(
+      "prompt",
+      "a real prompt instead of --prompt-tokens random ones (wrapped with the chat template when [run] chat is "
+      "true): runs go through the scheduler, with speculative decoding when the pipeline has it",
+      cxxopts::value<std::string>())(
       "requests", "batch workload: this many concurrent requests (continuous batching)", cxxopts::value<int32_t>())(
       "prompt-range", "batch workload: prompt lengths MIN:MAX", cxxopts::value<std::string>()->default_value("16:512"))(
       "gen-range", "batch workload: generation lengths MIN:MAX",
@@ -100,6 +104,11 @@ int cmd_bench(int argc, char** argv) {
   config.gen_tokens = args["gen-tokens"].as<int32_t>();
   config.repeat = args["repeat"].as<int32_t>();
   config.seed = args["seed"].as<uint64_t>();
+  if (args.count("prompt")) {
+    if (args.count("prompt-tokens")) return report_usage("--prompt and --prompt-tokens exclude each other");
+    config.prompt = args["prompt"].as<std::string>();
+    config.chat = pipeline->run.get_bool("chat");
+  }
   const bool quiet = args.count("quiet") > 0;
   auto report_or = run_bench(**session, config, [&](int done, int total) {
     if (!quiet) fmt::print(stderr, "\rbench: run {}/{} (first is warm-up)", done, total);
@@ -112,8 +121,8 @@ int cmd_bench(int argc, char** argv) {
     return kExitOk;
   }
   fmt::print("{}\n", (*session)->describe());
-  fmt::print("prompt {} tokens, generate {} tokens, {} threads (mean per step {:.2f}; {}), {} runs\n\n",
-             config.prompt_tokens, config.gen_tokens, r.threads, r.mean_step_threads, r.omp_wait, config.repeat);
+  fmt::print("prompt {} tokens ({}), generate {} tokens, {} threads (mean per step {:.2f}; {}), {} runs\n\n",
+             r.config.prompt_tokens, config.prompt.empty() ? "random" : "text", config.gen_tokens, r.threads, r.mean_step_threads, r.omp_wait, config.repeat);
   fmt::print("{:<22}{:>12}{:>12}{:>12}{:>12}\n", "", "median", "stddev", "min", "max");
   auto row = [](const char* name, const BenchStat& s) {
     fmt::print("{:<22}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s.median, s.stddev, s.min, s.max);
@@ -122,6 +131,16 @@ int cmd_bench(int argc, char** argv) {
   if (config.gen_tokens > 0) row("decode tokens/s", r.decode_tokens_per_s);
   row("time to first token ms", r.ttft_ms);
   fmt::print("{:<22}{:>12.1f}\n", "peak memory MiB", static_cast<double>(r.peak_rss_bytes) / (1 << 20));
+  if (r.speculative) {
+    const SpeculationStats& s = r.speculation;
+    fmt::print("speculative ({}): {} drafts, {} tokens drafted, {} accepted: acceptance rate {:.1f}%, mean acceptance "
+               "length {:.2f}; draft {:.0f} ms, verify {:.0f} ms over the runs{}\n",
+               pipeline->speculative.get_string("method"), s.drafts, s.drafted_tokens, s.accepted_tokens,
+               100.0 * s.acceptance_rate(), s.mean_acceptance_length(), s.draft_ms, s.verify_ms,
+               s.requests_turned_off > 0 ? fmt::format("; turned itself off in {} of {} runs", s.requests_turned_off,
+                                                       config.repeat)
+                                         : std::string());
+  }
   fmt::print("{:<22}{:>12.1f}   (transparent huge pages: {})\n", "on huge pages MiB",
              static_cast<double>(r.huge_page_bytes) / (1 << 20), r.thp_mode.empty() ? "unknown" : r.thp_mode);
   if (r.thp_mode == "never") {

@@ -88,6 +88,7 @@ int cmd_run(int argc, char** argv) {
     options_for_batch.output = output ? &*output : nullptr;
     options_for_batch.metrics_json = metrics ? &*metrics : nullptr;
     options_for_batch.quiet = args.count("quiet") > 0;
+    options_for_batch.speculative = pipeline->speculative;
     return run_batch(**session, requests, options_for_batch);
   }
   const bool stream = pipeline->run.get_bool("stream");
@@ -111,12 +112,17 @@ int cmd_run(int argc, char** argv) {
                "{:.2f} ms/token | peak memory {:.1f} MiB\n",
                m.prompt_tokens, m.generated_tokens, m.stop_reason, m.ttft_ms, m.prefill_tokens_per_s(),
                m.decode_tokens_per_s(), m.ms_per_token(), static_cast<double>(peak) / (1 << 20));
+    if ((*session)->draft_proposer() != nullptr) print_speculation((*session)->last_speculation(), pipeline->speculative);
   }
   if (metrics) {
     nlohmann::json j = m.to_json();
     j["peak_rss_bytes"] = peak;
     j["threads"] = (*session)->threads();
     j["plugins"] = (*session)->plugin_stats();
+    if ((*session)->draft_proposer() != nullptr) {
+      j["speculation"] = (*session)->last_speculation().to_json();
+      j["speculation"]["method"] = pipeline->speculative.get_string("method");
+    }
     if (auto written = metrics->write(j.dump(2) + "\n"); !written.ok()) return report(written);
   }
   return kExitOk;

@@ -2,7 +2,8 @@
 // the input's first line, validated against declaration-only fixture plugins
 // (a kvcache, an attention, a decoding and a quant plugin with every parameter
 // type). No crash, no hang; a refusal always says why; an accepted pipeline
-// has every plugin section wired.
+// has every plugin section wired, its draft's too when [speculative] drafts
+// with a model.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -53,6 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (p->kvcache.plugin == nullptr || p->attention.plugin == nullptr || p->decoding.plugin == nullptr ||
       (p->quant && p->quant->plugin == nullptr) || (p->arch && p->arch->plugin == nullptr)) {
     std::fprintf(stderr, "fuzz_pipeline: an accepted pipeline with a section unwired\n");
+    std::abort();
+  }
+  // [speculative] drafting with a model: the draft's pipeline is wired too
+  // and does not speculate itself.
+  if (drafts_with_model(*p) != (p->draft != nullptr) ||
+      (p->draft && (p->draft->kvcache.plugin == nullptr || drafts_with_model(*p->draft)))) {
+    std::fprintf(stderr, "fuzz_pipeline: [speculative] accepted without a wired draft pipeline\n");
     std::abort();
   }
   return 0;

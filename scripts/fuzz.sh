@@ -106,6 +106,10 @@ write(os.path.join(out, "fuzz_pipeline", "full.toml"), (
     '[quant]\nplugin = "fixture_quant"\nactivations = "f32"\n').encode())
 write(os.path.join(out, "fuzz_pipeline", "override.toml"),
       ('--set quant.activations=f32\n[model]\npath = "m.gguf"\n' + fixtures + '[quant]\nplugin = "fixture_quant"\n').encode())
+write(os.path.join(out, "fuzz_pipeline", "speculative.toml"),
+      ('[model]\npath = "m.gguf"\n' + fixtures + '[speculative]\nmethod = "both"\ndraft_model = "d.gguf"\n'
+       'max_draft_tokens = 4\nadaptive = false\ndraft_min_probability = 0.6\nlookup_min_ngram = 1\n'
+       'lookup_max_ngram = 3\n').encode())
 PY
 
 status=0

@@ -24,7 +24,7 @@ class KnownContinuation final : public DraftProposer {
  public:
   KnownContinuation(std::map<size_t, std::vector<int32_t>> prompts_to_ids, int spoil)
       : known_(std::move(prompts_to_ids)), spoil_(spoil) {}
-  Status propose(const Request& r, int32_t max_tokens, std::vector<int32_t>& out) override {
+  Status propose(Request& r, int32_t max_tokens, std::vector<int32_t>& out) override {
     const auto& ids = known_.at(r.index);
     const size_t done = static_cast<size_t>(r.outcome.result.metrics.generated_tokens);
     for (int32_t i = 0; i < max_tokens && done + static_cast<size_t>(i) < ids.size(); ++i) {
@@ -68,13 +68,13 @@ void expect_drafts_change_nothing(Session& session) {
     SchedulerStats stats;
     const auto drafted = generate(session, &proposer, &stats);
     EXPECT_EQ(drafted, plain) << "every " << spoil << "th draft token wrong";
-    EXPECT_GT(stats.drafted_tokens, 0);
+    EXPECT_GT(stats.speculation.drafted_tokens, 0);
     if (spoil == 0) {
-      EXPECT_EQ(stats.accepted_tokens, stats.drafted_tokens) << "right drafts are all accepted";
+      EXPECT_EQ(stats.speculation.accepted_tokens, stats.speculation.drafted_tokens) << "right drafts are all accepted";
       EXPECT_LT(stats.steps, 3 * 32 / 2) << "and take fewer steps";
     }
     if (spoil == 1) {
-      EXPECT_EQ(stats.accepted_tokens, 0) << "wrong drafts never are";
+      EXPECT_EQ(stats.speculation.accepted_tokens, 0) << "wrong drafts never are";
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "backend/cpu/huge_pages.hpp"
 #include "backend/cpu/omp_wait.hpp"
 #include "backend/cpu/read_bandwidth.hpp"
+#include "engine/scheduler.hpp"
 #include "tessera/argmax.hpp"
 
 namespace tessera {
@@ -48,7 +49,10 @@ nlohmann::json BenchReport::to_json() const {
           {"huge_page_bytes", huge_page_bytes},
           {"thp_mode", thp_mode},
           {"omp_wait", omp_wait},
-          {"mean_step_threads", mean_step_threads}};
+          {"mean_step_threads", mean_step_threads},
+          {"prompt", config.prompt.empty() ? "random" : "text"},
+          {"speculative", speculative},
+          {"speculation", speculation.to_json()}};
 }
 
 namespace {
@@ -82,6 +86,43 @@ Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int
   return t;
 }
 
+// One request through the scheduler (speculative decoding included), with
+// the pipeline's decoding strategy and [sampling], exactly `gen_tokens` tokens.
+Result<RunTimes> run_once_scheduled(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens,
+                                    SpeculationStats* speculation) {
+  Scheduler scheduler(session);
+  GenerationRequest request;
+  request.token_ids.assign(prompt.begin(), prompt.end());
+  request.max_tokens = gen_tokens;
+  request.ignore_eos = true;
+  request.sampling = session.request_from_pipeline().sampling;
+  scheduler.submit(std::move(request));
+  auto outcomes = scheduler.run();
+  if (!outcomes.ok()) return outcomes.status();
+  const RequestOutcome& outcome = outcomes->front();
+  if (!outcome.status.ok()) return outcome.status;
+  const RequestMetrics& m = outcome.result.metrics;
+  if (speculation != nullptr) {
+    const SpeculationStats& s = scheduler.stats().speculation;
+    speculation->drafts += s.drafts;
+    speculation->drafted_tokens += s.drafted_tokens;
+    speculation->accepted_tokens += s.accepted_tokens;
+    speculation->draft_ms += s.draft_ms;
+    speculation->verify_ms += s.verify_ms;
+    speculation->requests_turned_off += s.requests_turned_off;
+    if (speculation->drafted_at.size() < s.drafted_at.size()) {
+      speculation->drafted_at.resize(s.drafted_at.size());
+      speculation->accepted_at.resize(s.drafted_at.size());
+    }
+    for (size_t i = 0; i < s.drafted_at.size(); ++i) {
+      speculation->drafted_at[i] += s.drafted_at[i];
+      speculation->accepted_at[i] += s.accepted_at[i];
+    }
+  }
+  // The first token comes from the prefill's logits; decode is the rest.
+  return RunTimes{m.ttft_ms, m.decode_ms};
+}
+
 // Bytes of sequence state the decode steps read on average: K and V of every
 // attended position over the attention layers (prompt + 1 ... prompt + gen
 // positions, mean prompt + (gen + 1) / 2), plus the recurrent layers' state.
@@ -103,30 +144,50 @@ uint64_t mean_kv_read_bytes(Session& session, const BenchConfig& config) {
 
 Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
                               const std::function<void(int, int)>& progress) {
-  if (config.prompt_tokens < 1) return InvalidArgument("bench needs at least one prompt token");
+  if (config.prompt.empty() && config.prompt_tokens < 1) return InvalidArgument("bench needs at least one prompt token");
   if (config.gen_tokens < 0 || config.repeat < 1) return InvalidArgument("bench needs gen_tokens >= 0, repeat >= 1");
-  if (config.prompt_tokens + config.gen_tokens > session.context_length())
+  if (config.prompt.empty() && config.prompt_tokens + config.gen_tokens > session.context_length())
     return InvalidArgument(fmt::format("{} prompt + {} generated tokens exceed the context of {}",
                                        config.prompt_tokens, config.gen_tokens, session.context_length()));
-  std::mt19937_64 rng(config.seed);
-  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(session.tokenizer().vocab_size()) - 1);
-  std::vector<int32_t> prompt(static_cast<size_t>(config.prompt_tokens));
-  for (auto& t : prompt) t = pick(rng);
+  std::vector<int32_t> prompt;
+  if (!config.prompt.empty()) {
+    GenerationRequest text;
+    text.prompt = config.prompt;
+    text.chat = config.chat;
+    auto ids = session.prompt_ids(text);
+    if (!ids.ok()) return ids.status();
+    prompt = std::move(ids).value();
+    if (static_cast<int64_t>(prompt.size()) + config.gen_tokens > session.context_length())
+      return InvalidArgument(fmt::format("the prompt's {} tokens + {} generated exceed the context of {}",
+                                         prompt.size(), config.gen_tokens, session.context_length()));
+  } else {
+    prompt.resize(static_cast<size_t>(config.prompt_tokens));
+    std::mt19937_64 rng(config.seed);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(session.tokenizer().vocab_size()) - 1);
+    for (auto& t : prompt) t = pick(rng);
+  }
 
   BenchReport report;
   report.config = config;
+  report.config.prompt_tokens = static_cast<int32_t>(prompt.size());
+  report.speculative = !config.prompt.empty() && session.draft_proposer() != nullptr;
   report.threads = session.threads();
   report.weight_bytes = session.model().weight_bytes();
-  report.kv_read_bytes = mean_kv_read_bytes(session, config);
+  report.kv_read_bytes = mean_kv_read_bytes(session, report.config);
   std::vector<double> prefill, decode, ttft;
   const int total = config.repeat + 1;
   for (int r = 0; r < total; ++r) {
-    auto t = run_once(session, prompt, config.gen_tokens);
+    auto t = config.prompt.empty()
+                 ? run_once(session, prompt, config.gen_tokens)
+                 : run_once_scheduled(session, prompt, config.gen_tokens, r == 0 ? nullptr : &report.speculation);
     if (!t.ok()) return t.status();
     if (progress) progress(r + 1, total);
     if (r == 0) continue;  // warm-up: page in the weights, size the scratch buffers
-    prefill.push_back(config.prompt_tokens * 1000.0 / t->prefill_ms);
-    if (config.gen_tokens > 0) decode.push_back(config.gen_tokens * 1000.0 / t->decode_ms);
+    prefill.push_back(static_cast<double>(prompt.size()) * 1000.0 / t->prefill_ms);
+    // Through the scheduler the first token comes with the prefill and the
+    // decode time covers the other gen_tokens - 1.
+    const int32_t decoded = config.prompt.empty() ? config.gen_tokens : config.gen_tokens - 1;
+    if (decoded > 0) decode.push_back(decoded * 1000.0 / t->decode_ms);
     ttft.push_back(t->prefill_ms);  // the first token is chosen from the prefill's logits
   }
   report.prefill_tokens_per_s = BenchStat::of(prefill);

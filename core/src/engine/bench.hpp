@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/session.hpp"
+#include "engine/speculation_stats.hpp"
 
 namespace tessera {
 
@@ -18,6 +19,13 @@ struct BenchConfig {
   int32_t repeat = 5;           // measured runs, after one warm-up run
   uint64_t seed = 1;
   bool measure_bandwidth = true;  // also measure the machine's read bandwidth (~0.1 s)
+  // A real prompt instead of random tokens (prompt_tokens is then its
+  // length): each run goes through the scheduler with the pipeline's
+  // decoding strategy and [sampling], gen_tokens exactly, with speculative
+  // decoding when the pipeline asks for it. Drafts need
+  // text worth predicting; random tokens are not.
+  std::string prompt;
+  bool chat = false;  // wrap `prompt` with the model's chat template
 };
 
 // median, spread and extremes of one figure over the repeats.
@@ -53,6 +61,10 @@ struct BenchReport {
   std::string omp_wait;
   // The mean threads a step used ([run] adapt_threads; = threads without it).
   double mean_step_threads = 0;
+  // Speculative decoding over the measured runs (with a prompt and a
+  // [speculative] pipeline), and whether it ran.
+  bool speculative = false;
+  SpeculationStats speculation;
   nlohmann::json to_json() const;
 };
 

@@ -25,6 +25,10 @@ nlohmann::json RequestMetrics::to_json() const {
       {"seed", seed},
       {"drafted_tokens", drafted_tokens},
       {"accepted_tokens", accepted_tokens},
+      {"draft_steps", draft_steps},
+      {"acceptance_rate", drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / drafted_tokens : 0.0},
+      {"mean_acceptance_length", draft_steps > 0 ? 1.0 + static_cast<double>(accepted_tokens) / draft_steps : 0.0},
+      {"speculation_turned_off", speculation_turned_off},
   };
 }
 

@@ -32,6 +32,8 @@ struct RequestMetrics {
   uint64_t seed = 0;
   int64_t drafted_tokens = 0;       // speculative decoding: draft tokens verified
   int64_t accepted_tokens = 0;      // and accepted
+  int64_t draft_steps = 0;          // steps that verified drafts
+  bool speculation_turned_off = false;  // drafting stopped paying for this request at some point
 
   double prefill_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   // Tokens after the first, over the time they took (the first comes with prefill).

@@ -47,6 +47,8 @@ Status OutputProcessor::apply(RequestTable& requests, const StepPlan& plan, cons
     totals.accepted_tokens += static_cast<int64_t>(accepted);
     m.drafted_tokens += item.n_proposed;
     m.accepted_tokens += static_cast<int64_t>(accepted);
+    if (item.n_proposed > 0) ++m.draft_steps;
+    r.accepted_drafts = static_cast<int32_t>(accepted);
     const int32_t n_valid = r.n_computed + static_cast<int32_t>(accepted);
     r.ctx->clear_proposal();
 

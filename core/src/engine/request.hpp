@@ -54,6 +54,7 @@ struct Request {
   bool has_seq = false;
   int32_t n_computed = 0;         // leading tokens whose state is in the memory
   std::optional<CheckpointId> checkpoint;  // taken before verifying on a memory that cannot truncate
+  int32_t accepted_drafts = 0;    // drafts the last step kept
   bool done = false;
   Clock::time_point submitted, first_token_at, last_token_at;
   RequestOutcome outcome;

@@ -29,14 +29,16 @@ nlohmann::json SchedulerStats::to_json() const {
           {"decode_step_tokens", decode_step_tokens},
           {"decode_step_ms", decode_step_ms},
           {"decode_tokens_per_s", decode_step_ms > 0 ? decode_step_tokens * 1000.0 / decode_step_ms : 0.0},
-          {"drafted_tokens", drafted_tokens},
-          {"accepted_tokens", accepted_tokens}};
+          {"drafted_tokens", speculation.drafted_tokens},
+          {"accepted_tokens", speculation.accepted_tokens},
+          {"speculation", speculation.to_json()}};
 }
 
 Scheduler::Scheduler(Session& session, SchedulerConfig config, DraftProposer* proposer)
     : session_(session),
       config_(config),
-      planner_(session.memory(), session.context_length(), config, proposer, session.memory_truncates()),
+      proposer_(proposer != nullptr ? proposer : session.draft_proposer()),
+      planner_(session.memory(), session.context_length(), config, proposer_, session.memory_truncates()),
       executor_(session.model(), session.memory(), session.thread_governor()),
       outputs_(session.memory(), session.strategy(), session.tokenizer(), session.context_length(),
                session.memory_truncates(), [&session] { return session.explain_nonfinite_logits(); }) {}
@@ -44,6 +46,11 @@ Scheduler::Scheduler(Session& session, SchedulerConfig config, DraftProposer* pr
 Scheduler::~Scheduler() {
   for (Request* r : requests_.running) {
     if (r->has_seq) session_.memory().release(r->seq);
+  }
+  // Requests left unfinished (a failed run): the proposer forgets them too.
+  if (proposer_ != nullptr) {
+    for (const auto& r : requests_.all)
+      if (!r->done) proposer_->finished(*r);
   }
 }
 
@@ -107,23 +114,42 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
   const auto step_start = Clock::now();
   auto plan = planner_.plan(requests_);
   if (!plan.ok()) return plan.status();
-  for (auto& [request, status] : plan->failed) outputs_.finish(requests_, *request, std::move(status), on_done);
+  for (auto& [request, status] : plan->failed) {
+    outputs_.finish(requests_, *request, std::move(status), on_done);
+    if (proposer_ != nullptr) proposer_->finished(*request);
+  }
   note_memory();
   if (plan->items.empty()) return Status::Ok();
 
+  const auto execute_start = Clock::now();
   TESSERA_RETURN_IF_ERROR(executor_.execute(*plan));
   ++stats_.steps;
   StepTotals totals;
   TESSERA_RETURN_IF_ERROR(outputs_.apply(
       requests_, *plan, [this](size_t item) { return executor_.logits(item); }, on_text, on_done, totals));
+  const double executed_ms = ms_between(execute_start, Clock::now());
   stats_.generated_tokens += totals.generated_tokens;
-  stats_.drafted_tokens += totals.drafted_tokens;
-  stats_.accepted_tokens += totals.accepted_tokens;
   if (plan->decode_only) {
     stats_.decode_step_tokens += totals.generated_tokens;
     stats_.decode_step_ms += ms_between(step_start, Clock::now());
   }
+  if (totals.drafted_tokens > 0) stats_.speculation.verify_ms += executed_ms;
+  if (proposer_ != nullptr) report_to_proposer(*plan, executed_ms);
   return Status::Ok();
+}
+
+void Scheduler::report_to_proposer(const StepPlan& plan, double executed_ms) {
+  int32_t drafted = 0;
+  for (const ScheduledRequest& item : plan.items) {
+    Request& r = *item.request;
+    if (item.n_proposed > 0) {
+      stats_.speculation.add(item.n_proposed, r.accepted_drafts);
+      proposer_->verified(r, item.n_proposed, r.accepted_drafts);
+      drafted += item.n_proposed;
+    }
+    if (r.done) proposer_->finished(r);
+  }
+  if (plan.decode_only) proposer_->timed_step(static_cast<int32_t>(plan.items.size()), drafted, executed_ms);
 }
 
 Result<std::vector<RequestOutcome>> Scheduler::run(const TextCallback& on_text, const DoneCallback& on_done) {
@@ -148,6 +174,9 @@ Result<std::vector<RequestOutcome>> Scheduler::run(const TextCallback& on_text, 
   stats_.max_running = planned.max_running;
   stats_.preemptions = planned.preemptions;
   stats_.prefix_hit_tokens = session_.memory().stats().prefix_hit_tokens;
+  stats_.speculation.draft_ms = planned.draft_ms;
+  for (const auto& r : requests_.all)
+    stats_.speculation.requests_turned_off += r->outcome.result.metrics.speculation_turned_off ? 1 : 0;
   std::vector<RequestOutcome> out;
   for (const auto& r : requests_.all) out.push_back(r->outcome);
   return out;

@@ -22,6 +22,7 @@
 
 #include "engine/output_processor.hpp"
 #include "engine/session.hpp"
+#include "engine/speculation_stats.hpp"
 #include "engine/step_executor.hpp"
 #include "engine/step_planner.hpp"
 
@@ -41,9 +42,7 @@ struct SchedulerStats {
   // the batch, as `tessera bench` reports it for one sequence.
   int64_t decode_step_tokens = 0;
   double decode_step_ms = 0;
-  // Speculative decoding: draft tokens verified, and those accepted.
-  int64_t drafted_tokens = 0;
-  int64_t accepted_tokens = 0;
+  SpeculationStats speculation;
   nlohmann::json to_json() const;
 };
 
@@ -52,7 +51,8 @@ class Scheduler {
   using TextCallback = OutputProcessor::TextCallback;
   using DoneCallback = OutputProcessor::DoneCallback;
 
-  // `proposer` (may be null) drafts tokens for decoding requests to verify.
+  // `proposer` drafts tokens for decoding requests to verify: the session's
+  // own ([speculative]) when null; none when neither has one.
   Scheduler(Session& session, SchedulerConfig config = {}, DraftProposer* proposer = nullptr);
   ~Scheduler();
 
@@ -69,9 +69,12 @@ class Scheduler {
  private:
   Status step(const TextCallback& on_text, const DoneCallback& on_done);
   void note_memory();
+  // What the step's drafts achieved and cost, to the proposer (and stats).
+  void report_to_proposer(const StepPlan& plan, double executed_ms);
 
   Session& session_;
   SchedulerConfig config_;
+  DraftProposer* proposer_;
   RequestTable requests_;
   StepPlanner planner_;
   StepExecutor executor_;

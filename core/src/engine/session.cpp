@@ -14,6 +14,7 @@
 #include "engine/output_processor.hpp"
 #include "engine/prompt.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/speculator.hpp"
 #include "model/model_file.hpp"
 
 namespace tessera {
@@ -125,17 +126,48 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
   auto strategy = registry.create<DecodingStrategy>(*pipeline.decoding.plugin, pipeline.decoding.params);
   if (!strategy.ok()) return strategy.status();
   s->strategy_ = *strategy;
+  TESSERA_RETURN_IF_ERROR(s->open_speculation(registry));
   spdlog::debug("{}", s->describe());
   return s;
 }
 
+Status Session::open_speculation(const PluginRegistry& registry) {
+  const bool lookup = drafts_with_lookup(pipeline_);
+  if (!lookup && !pipeline_.draft) return Status::Ok();
+  const ParamValues& p = pipeline_.speculative;
+  std::unique_ptr<DraftModel> draft;
+  if (pipeline_.draft) {
+    auto session = Session::open(*pipeline_.draft, registry);
+    if (!session.ok())
+      return Status(session.status().code(), fmt::format("the draft model: {}", session.status().message()));
+    TESSERA_RETURN_IF_ERROR(DraftModel::check_vocabularies(*tokenizer_, (*session)->tokenizer()));
+    draft = std::make_unique<DraftModel>(std::move(session).value(), p.get_real("draft_min_probability"));
+  }
+  SpeculatorSettings settings;
+  settings.lookup = lookup;
+  settings.lookup_settings.min_ngram = static_cast<int32_t>(p.get_int("lookup_min_ngram"));
+  settings.lookup_settings.max_ngram = static_cast<int32_t>(p.get_int("lookup_max_ngram"));
+  settings.max_draft_tokens = static_cast<int32_t>(p.get_int("max_draft_tokens"));
+  settings.adaptive = p.get_bool("adaptive");
+  speculator_ = std::make_unique<Speculator>(settings, std::move(draft));
+  return Status::Ok();
+}
+
+DraftProposer* Session::draft_proposer() { return speculator_.get(); }
+
 std::string Session::describe() const {
+  std::string speculation;
+  if (speculator_) {
+    DraftModel* draft = speculator_->draft_model();
+    speculation = fmt::format(", speculative {}{}", pipeline_.speculative.get_string("method"),
+                              draft ? fmt::format(" (draft: {})", draft->session().describe()) : "");
+  }
   return fmt::format("model {} ({}, {} layers), arch plugin '{}', kvcache '{}', attention '{}', decoding '{}', "
-                     "{} threads, context {}",
+                     "{} threads, context {}{}",
                      file_->source(), file_->architecture(), n_layer_, arch_name_,
                      pipeline_.kvcache.plugin->info->name,
                      attention_ ? pipeline_.attention.plugin->info->name : "none", pipeline_.decoding.plugin->info->name,
-                     threads_, context_);
+                     threads_, context_, speculation);
 }
 
 GenerationRequest Session::request_from_pipeline() const {
@@ -176,6 +208,7 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
   auto outcomes = scheduler.run([&](size_t, std::string_view text) {
     if (on_text) on_text(text);
   });
+  last_speculation_ = scheduler.stats().speculation;
   if (!outcomes.ok()) return outcomes.status();
   RequestOutcome& outcome = outcomes->front();
   if (!outcome.status.ok()) return outcome.status;
@@ -222,7 +255,7 @@ nlohmann::json Session::plugin_stats() const {
                            ? 100.0 * static_cast<double>(k.bytes_allocated - std::min(k.bytes_live, k.bytes_allocated)) /
                                  static_cast<double>(k.bytes_allocated)
                            : 0.0;
-  return {{"kvcache",
+  nlohmann::json j = {{"kvcache",
            {{"plugin", pipeline_.kvcache.plugin->info->name},
             {"blocks_total", k.blocks_total},
             {"blocks_used", k.blocks_used},
@@ -236,6 +269,8 @@ nlohmann::json Session::plugin_stats() const {
           {"attention", {{"plugin", attention_ ? pipeline_.attention.plugin->info->name : "none"}}},
           {"decoding", {{"plugin", pipeline_.decoding.plugin->info->name}}},
           {"arch", {{"plugin", arch_name_}, {"weight_bytes", model_->weight_bytes()}}}};
+  if (speculator_ && speculator_->draft_model()) j["draft"] = speculator_->draft_model()->session().plugin_stats();
+  return j;
 }
 
 Status Session::explain_nonfinite_logits() const {

@@ -21,6 +21,7 @@
 #include "backend/cpu/thread_governor.hpp"
 #include "engine/metrics.hpp"
 #include "engine/request.hpp"
+#include "engine/speculation_stats.hpp"
 #include "pipeline/pipeline.hpp"
 #include "tessera/architecture.hpp"
 #include "tessera/decoding.hpp"
@@ -31,6 +32,8 @@
 namespace tessera {
 
 class ModelFile;
+class DraftProposer;
+class Speculator;
 
 using TextSink = std::function<void(std::string_view)>;
 
@@ -47,6 +50,9 @@ class Session {
   // take (empty, not UTF-8, longer than the context), others for failures.
   Result<GenerationResult> generate(const GenerationRequest& request, const TextSink& on_text = {});
 
+  // What speculative decoding did in the last generate() ([speculative]).
+  const SpeculationStats& last_speculation() const { return last_speculation_; }
+
   // The ids generate() would feed the model for `request`.
   Result<std::vector<int32_t>> prompt_ids(const GenerationRequest& request) const;
 
@@ -60,6 +66,8 @@ class Session {
   Status extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits, float* logits);
 
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // What drafts tokens for the scheduler to verify ([speculative]); null when off.
+  DraftProposer* draft_proposer();
   Model& model() { return *model_; }
   DecodingStrategy& strategy() { return *strategy_; }
   // The scheduler reports the memory's figures at their peak for plugin_stats().
@@ -77,13 +85,17 @@ class Session {
   int threads() const { return threads_; }
   // Each step's thread count ([run] adapt_threads), or nullptr: always threads().
   ThreadGovernor* thread_governor() { return governor_.get(); }
-  // Plugin-specific figures for the metrics JSON ("plugins" object).
+  // Plugin-specific figures for the metrics JSON ("plugins" object); with a
+  // draft model, its own under "draft".
   nlohmann::json plugin_stats() const;
   // One-line description of what was assembled, for logs.
   std::string describe() const;
 
  private:
   Session() = default;
+  // The Speculator [speculative] asks for (its draft model opened with the
+  // plugins of `registry`), or none.
+  Status open_speculation(const PluginRegistry& registry);
 
   Pipeline pipeline_;
   std::shared_ptr<ModelFile> file_;
@@ -94,6 +106,7 @@ class Session {
   std::unique_ptr<Model> model_;
   std::shared_ptr<SequenceMemory> memory_;
   std::shared_ptr<DecodingStrategy> strategy_;
+  std::unique_ptr<Speculator> speculator_;  // when [speculative] is on
   std::string arch_name_;
   int64_t context_ = 0;
   int32_t n_layer_ = 0;
@@ -101,6 +114,7 @@ class Session {
   int threads_ = 1;
   std::unique_ptr<ThreadGovernor> governor_;
   MemoryStats last_memory_stats_;
+  SpeculationStats last_speculation_;
 };
 
 }  // namespace tessera

@@ -80,7 +80,10 @@ Status StepPlanner::draft(Request& r, int32_t budget, ScheduledRequest& item) {
                                           r.request.max_tokens - generated - 1});
   if (room <= 0) return Status::Ok();
   draft_.clear();
-  TESSERA_RETURN_IF_ERROR(proposer_->propose(r, static_cast<int32_t>(room), draft_));
+  const auto start = Clock::now();
+  const Status proposed = proposer_->propose(r, static_cast<int32_t>(room), draft_);
+  stats_.draft_ms += ms_between(start, Clock::now());
+  TESSERA_RETURN_IF_ERROR(proposed);
   if (draft_.empty()) return Status::Ok();
   if (static_cast<int64_t>(draft_.size()) > room) draft_.resize(static_cast<size_t>(room));
   if (!truncates_) {

@@ -33,18 +33,27 @@ struct SchedulerConfig {
   // more requests in flight when max_tokens is a loose bound, at the price of
   // preempting (and recomputing) when they do grow.
   bool reserve_max_tokens = true;
-  // Most draft tokens a request verifies in one step (speculative decoding).
-  int32_t max_draft_tokens = 8;
+  // Most draft tokens a request verifies in one step (speculative decoding;
+  // the proposer may draft fewer).
+  int32_t max_draft_tokens = 16;
 };
 
 // Proposes draft tokens to follow a decoding request's tokens (speculative
 // decoding: a draft model, prompt lookup). The step verifies them all in one
-// forward; the output processor keeps the prefix the strategy accepts.
+// forward; the output processor keeps the prefix the strategy accepts, and
+// the scheduler reports back what happened so a proposer can adapt.
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
   // Appends at most `max_tokens` tokens to follow `request.tokens()` to `out`.
-  virtual Status propose(const Request& request, int32_t max_tokens, std::vector<int32_t>& out) = 0;
+  virtual Status propose(Request& request, int32_t max_tokens, std::vector<int32_t>& out) = 0;
+  // The step verified `proposed` of the request's drafts and kept `accepted`.
+  virtual void verified(Request& /*request*/, int32_t /*proposed*/, int32_t /*accepted*/) {}
+  // A decode step (no prompt chunk) of `requests` requests verifying
+  // `drafted` draft tokens in all took `ms` (forward and verification).
+  virtual void timed_step(int32_t /*requests*/, int32_t /*drafted*/, double /*ms*/) {}
+  // The request ended (finished or failed): whatever was kept for it goes.
+  virtual void finished(const Request& /*request*/) {}
 };
 
 // The engine's requests: every one by submission order, those waiting (FIFO)
@@ -74,6 +83,7 @@ struct StepPlan {
 struct PlannerStats {
   int64_t max_running = 0;
   int64_t preemptions = 0;
+  double draft_ms = 0;  // in the proposer
 };
 
 class StepPlanner {

@@ -44,6 +44,24 @@ constexpr ParamSpec kSamplingParams[] = {
     param_int("seed", "-1", -1, 9.2e18, "random seed (-1: a fresh one each run, reported in the metrics)"),
 };
 
+constexpr ParamSpec kSpeculativeParams[] = {
+    param_string("method", "\"off\"", "off|draft-model|prompt-lookup|both",
+                 "where draft tokens come from: a draft model, prompt lookup (n-grams of the text so far), both "
+                 "(whichever is expected to yield more), or off"),
+    param_path("draft_model", "\"\"",
+               "the draft's model file, run with this pipeline's plugins and settings; relative to this file"),
+    param_path("draft_pipeline", "\"\"",
+               "a pipeline file for the draft (its own model, quant, kvcache and attention); instead of draft_model"),
+    param_int("max_draft_tokens", "8", 1, 16, "most tokens drafted for a request in one step"),
+    param_bool("adaptive", "true",
+               "choose each request's draft length from measured acceptance and costs, and stop drafting when it "
+               "does not pay (false: always max_draft_tokens)"),
+    param_real("draft_min_probability", "0.5", 0, 1,
+               "a draft model stops drafting when its most likely token is less likely than this"),
+    param_int("lookup_min_ngram", "2", 1, 64, "prompt lookup: shortest run of recent tokens to look up"),
+    param_int("lookup_max_ngram", "4", 1, 64, "prompt lookup: longest run of recent tokens to look up, tried first"),
+};
+
 constexpr ParamSpec kPluginsParams[] = {
     {"paths", ParamType::string_list, "[]", 1, 0, nullptr,
      "extra plugin folders, searched before TESSERA_PLUGIN_PATH; relative to this file"},
@@ -213,7 +231,65 @@ std::string plugin_owner(const LoadedPlugin& p) {
   return fmt::format("{} plugin '{}'", family_name(p.info->family), p.info->name);
 }
 
+// Draft pipelines being read (a draft pipeline may not itself draft with a
+// model, which would otherwise recurse).
+thread_local int draft_nesting = 0;
+
 }  // namespace
+
+// Sets p.draft from [speculative]: the draft pipeline file, read and checked
+// now so that its mistakes are reported with its own file:line:column, or
+// this pipeline with the draft's model file.
+static Status wire_draft(Pipeline& p, const toml::table& doc, const std::string& source, PluginRegistry& registry) {
+  const std::string draft_model = p.speculative.get_string("draft_model");
+  const std::string draft_pipeline = p.speculative.get_string("draft_pipeline");
+  const toml::node* section = doc.get("speculative");
+  const std::string at = section ? where(source, section->source()) : source;
+  if (p.speculative.get_int("lookup_min_ngram") > p.speculative.get_int("lookup_max_ngram"))
+    return InvalidArgument(fmt::format("{}: [speculative] lookup_min_ngram ({}) is more than lookup_max_ngram ({})",
+                                       at, p.speculative.get_int("lookup_min_ngram"),
+                                       p.speculative.get_int("lookup_max_ngram")));
+  if (!drafts_with_model(p)) {
+    if (!draft_model.empty() || !draft_pipeline.empty())
+      return InvalidArgument(fmt::format(
+          "{}: [speculative] {} is only used when method is \"draft-model\" or \"both\" (it is \"{}\")", at,
+          draft_model.empty() ? "draft_pipeline" : "draft_model", p.speculative.get_string("method")));
+    return Status::Ok();
+  }
+  if (draft_model.empty() == draft_pipeline.empty())
+    return InvalidArgument(fmt::format(
+        "{}: [speculative] method \"{}\" needs the draft: set draft_model (a model file) or draft_pipeline (a "
+        "pipeline file), one of them",
+        at, p.speculative.get_string("method")));
+  if (!draft_model.empty()) {
+    auto draft = std::make_shared<Pipeline>(p);
+    draft->model.set("path", draft_model);
+    draft->speculative.set("method", std::string("off"));
+    draft->speculative.set("draft_model", std::string());
+    p.draft = std::move(draft);
+    return Status::Ok();
+  }
+  if (draft_nesting > 0)
+    return InvalidArgument(fmt::format("{}: [speculative] a draft pipeline cannot itself draft with a model", at));
+  // Only a plain file: a device or a pipe (/dev/zero, /dev/stdin) would be
+  // read without end.
+  std::error_code ec;
+  if (fs::exists(draft_pipeline, ec) && !fs::is_regular_file(draft_pipeline, ec))
+    return InvalidArgument(
+        fmt::format("{}: [speculative] draft_pipeline {} is not a regular file", at, draft_pipeline));
+  ++draft_nesting;
+  auto draft = load_pipeline(draft_pipeline, {}, registry);
+  --draft_nesting;
+  if (!draft.ok())
+    return Status(draft.status().code(),
+                  fmt::format("{}: [speculative] draft_pipeline: {}", at, draft.status().message()));
+  if (drafts_with_lookup(*draft) || drafts_with_model(*draft))
+    return InvalidArgument(fmt::format("{}: [speculative] the draft pipeline {} has speculative decoding on; a draft "
+                                       "runs alone (set its method to \"off\")",
+                                       at, draft_pipeline));
+  p.draft = std::make_shared<Pipeline>(std::move(draft).value());
+  return Status::Ok();
+}
 
 Result<PipelineOverride> parse_override(std::string_view text) {
   const auto eq = text.find('=');
@@ -230,8 +306,20 @@ std::vector<CoreSection> core_sections() {
       {"model", kModelParams, std::size(kModelParams), "the model file and its architecture"},
       {"run", kRunParams, std::size(kRunParams), "what to generate"},
       {"sampling", kSamplingParams, std::size(kSamplingParams), "shared sampling settings (used by sampling decoders)"},
+      {"speculative", kSpeculativeParams, std::size(kSpeculativeParams),
+       "speculative decoding: draft tokens verified by the model in one step (docs/speculative.md)"},
       {"plugins", kPluginsParams, std::size(kPluginsParams), "where to look for plugins"},
   };
+}
+
+bool drafts_with_model(const Pipeline& p) {
+  const std::string method = p.speculative.get_string("method");
+  return method == "draft-model" || method == "both";
+}
+
+bool drafts_with_lookup(const Pipeline& p) {
+  const std::string method = p.speculative.get_string("method");
+  return method == "prompt-lookup" || method == "both";
 }
 
 Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& source_name, const fs::path& base_dir,
@@ -245,7 +333,7 @@ Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& s
   }
 
   // Every top-level key must be a known section.
-  std::vector<std::string> known = {"model",     "run",      "sampling", "plugins", "kvcache",
+  std::vector<std::string> known = {"model",     "run",      "sampling", "speculative", "plugins", "kvcache",
                                     "attention", "decoding", "arch",     "quant"};
   for (const auto& [key, node] : doc) {
     if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
@@ -327,6 +415,11 @@ Result<Pipeline> parse_pipeline(std::string_view toml_text, const std::string& s
     TESSERA_RETURN_IF_ERROR(plugin_section("quant", PluginFamily::quant, kDefaultQuantPlugin, &selection));
     p.quant = std::move(selection);
   }
+
+  auto speculative = core_section("speculative", kSpeculativeParams, std::size(kSpeculativeParams));
+  if (!speculative.ok()) return speculative.status();
+  p.speculative = std::move(speculative).value();
+  TESSERA_RETURN_IF_ERROR(wire_draft(p, doc, source_name, registry));
   return p;
 }
 

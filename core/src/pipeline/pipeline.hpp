@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct Pipeline {
   ParamValues model;                   // [model]: path (resolved), arch
   ParamValues run;                     // [run]
   ParamValues sampling;                // [sampling]
+  ParamValues speculative;             // [speculative]
   std::vector<std::filesystem::path> plugin_paths;  // [plugins] paths (resolved)
   PluginSelection kvcache;
   PluginSelection attention;
@@ -49,7 +51,15 @@ struct Pipeline {
   // Set when the file has [quant] (or --set quant.KEY): that quant plugin,
   // with its parameters, runs the formats it declares before any other.
   std::optional<PluginSelection> quant;
+  // The draft model's pipeline when [speculative] drafts with a model: the
+  // file draft_pipeline names, or this pipeline with [model] path replaced
+  // by draft_model. Its own [speculative] is off.
+  std::shared_ptr<const Pipeline> draft;
 };
+
+// Whether [speculative] drafts with a model, with prompt lookup.
+bool drafts_with_model(const Pipeline& pipeline);
+bool drafts_with_lookup(const Pipeline& pipeline);
 
 // The core's own sections' declarations (for docs and `tessera plugins --describe`).
 struct CoreSection {

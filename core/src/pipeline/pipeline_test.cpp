@@ -237,5 +237,80 @@ TEST(PipelineFile, PluginPathsFromTheFileAreSearchedFirst) {
   EXPECT_EQ(p->file, file);
 }
 
+TEST_F(PipelineTest, SpeculativeIsOffByDefault) {
+  auto r = parse(text(""));
+  ASSERT_TRUE(r.ok()) << message(r);
+  EXPECT_EQ(r->speculative.get_string("method"), "off");
+  EXPECT_FALSE(drafts_with_model(*r));
+  EXPECT_FALSE(drafts_with_lookup(*r));
+  EXPECT_EQ(r->draft, nullptr);
+}
+
+TEST_F(PipelineTest, ADraftModelIsThisPipelineWithTheDraftsFile) {
+  auto r = parse(text("[speculative]\nmethod = \"both\"\ndraft_model = \"models/small.gguf\"\nmax_draft_tokens = 5\n"));
+  ASSERT_TRUE(r.ok()) << message(r);
+  EXPECT_TRUE(drafts_with_model(*r));
+  EXPECT_TRUE(drafts_with_lookup(*r));
+  ASSERT_NE(r->draft, nullptr);
+  EXPECT_EQ(r->draft->model.get_string("path"), "/base/dir/models/small.gguf");
+  EXPECT_EQ(r->draft->kvcache.plugin, r->kvcache.plugin) << "the target's plugins";
+  EXPECT_EQ(r->draft->speculative.get_string("method"), "off") << "a draft runs alone";
+  EXPECT_EQ(r->speculative.get_int("max_draft_tokens"), 5);
+}
+
+TEST_F(PipelineTest, SpeculativeMistakesNameTheFileAndWhatToSet) {
+  auto none = parse(text("[speculative]\nmethod = \"draft-model\"\n"));
+  EXPECT_NE(message(none).find("test.toml:"), std::string::npos) << message(none);
+  EXPECT_NE(message(none).find("set draft_model"), std::string::npos) << message(none);
+  auto both = parse(text("[speculative]\nmethod = \"draft-model\"\ndraft_model = \"a.gguf\"\n"
+                         "draft_pipeline = \"b.toml\"\n"));
+  EXPECT_NE(message(both).find("one of them"), std::string::npos) << message(both);
+  auto unused = parse(text("[speculative]\nmethod = \"prompt-lookup\"\ndraft_model = \"a.gguf\"\n"));
+  EXPECT_NE(message(unused).find("draft_model is only used"), std::string::npos) << message(unused);
+  auto ngrams = parse(text("[speculative]\nlookup_min_ngram = 5\nlookup_max_ngram = 3\n"));
+  EXPECT_NE(message(ngrams).find("lookup_min_ngram (5) is more than lookup_max_ngram (3)"), std::string::npos)
+      << message(ngrams);
+  auto method = parse(text("[speculative]\nmethod = \"eagle\"\n"));
+  EXPECT_NE(message(method).find("not one of: off,draft-model,prompt-lookup,both"), std::string::npos) << message(method);
+  auto range = parse(text("[speculative]\nmax_draft_tokens = 17\n"));
+  EXPECT_FALSE(range.ok());
+}
+
+TEST(PipelineFile, ADraftPipelineIsReadWithItsOwnErrorsAndMayNotDraftItself) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_pipeline_draft_test";
+  fs::create_directories(dir);
+  const std::string plugins = std::string("[plugins]\npaths = [\"") + TESSERA_FIXTURE_DIR +
+                              "/first\"]\n[kvcache]\nplugin = \"fixture_kv\"\n[attention]\nplugin = \"fixture_attn\"\n"
+                              "[decoding]\nplugin = \"fixture_fixed\"\n";
+  std::ofstream(dir / "draft.toml") << plugins << "[model]\npath = \"small.gguf\"\n";
+  std::ofstream(dir / "bad.toml") << plugins << "[model]\npath = \"small.gguf\"\nbogus = 1\n";
+  std::ofstream(dir / "self.toml") << plugins
+                                   << "[model]\npath = \"big.gguf\"\n[speculative]\nmethod = \"draft-model\"\n"
+                                      "draft_pipeline = \"self.toml\"\n";
+  std::ofstream(dir / "target.toml") << plugins
+                                     << "[model]\npath = \"big.gguf\"\n[speculative]\nmethod = \"draft-model\"\n"
+                                        "draft_pipeline = \"draft.toml\"\n";
+  PluginRegistry registry;
+  auto p = load_pipeline(dir / "target.toml", {}, registry);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_NE(p->draft, nullptr);
+  EXPECT_EQ(p->draft->model.get_string("path"), (dir / "small.gguf").string());
+
+  auto bad = load_pipeline(dir / "target.toml", {{"speculative", "draft_pipeline", (dir / "bad.toml").string(), true}},
+                           registry);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.toml:11:1"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("bogus"), std::string::npos) << bad.status().message();
+
+  auto device = load_pipeline(dir / "target.toml", {{"speculative", "draft_pipeline", "/dev/zero", true}}, registry);
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.status().message().find("not a regular file"), std::string::npos) << device.status().message();
+
+  auto self = load_pipeline(dir / "self.toml", {}, registry);
+  ASSERT_FALSE(self.ok());
+  EXPECT_NE(self.status().message().find("cannot itself draft"), std::string::npos) << self.status().message();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera

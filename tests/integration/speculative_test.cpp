@@ -1,0 +1,311 @@
+// Speculative decoding on the real model ([speculative]): greedy ids are the
+// target's own whatever drafts them (a draft model that differs from the
+// target, prompt lookup, both), alone and batched on the paged cache; the
+// rows a verification step computes are the single steps' logits bit for
+// bit; sampling verification emits the target's distribution on the model's
+// own logits; a draft of another vocabulary is refused.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "engine/decoding_context.hpp"
+#include "engine/scheduler.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/model_file.hpp"
+#include "model_fixture.hpp"
+
+namespace tessera::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Overrides = std::vector<PipelineOverride>;
+
+const std::vector<std::string> kPrompts = {
+    "Write a Python function that checks whether a string is a palindrome.",
+    "Repeat this list twice: apples, pears, plums, cherries, figs, dates.",
+    "Explain what a hash table is.",
+};
+
+// A copy of the default model with `edit` applied to its tensors' bytes or
+// its token texts, written to `file`.
+using TensorEdit = std::function<void(const TensorRef&, std::vector<std::byte>&)>;
+using TokenEdit = std::function<void(std::vector<std::string>&)>;
+Status write_edited_copy(const ModelFile& original, const tok::Tokenizer& tokenizer, const fs::path& file,
+                         const TensorEdit& edit_tensor, const TokenEdit& edit_tokens) {
+  GgufWriter writer;
+  for (const auto& [key, value] : original.gguf()->metadata())
+    if (key != "general.alignment") writer.set(key, value);
+  if (edit_tokens) {
+    std::vector<std::string> tokens;
+    for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) tokens.push_back(tokenizer.token_text(id));
+    edit_tokens(tokens);
+    writer.set_string_array("tokenizer.ggml.tokens", tokens);
+  }
+  for (const TensorRef& t : original.tensors()) {
+    std::vector<uint64_t> dims;  // GGUF order: innermost first
+    for (int i = t.ndim - 1; i >= 0; --i) dims.push_back(static_cast<uint64_t>(t.shape[i]));
+    const auto* data = static_cast<const std::byte*>(t.data);
+    std::vector<std::byte> bytes(data, data + t.nbytes);
+    if (edit_tensor) edit_tensor(t, bytes);
+    TESSERA_RETURN_IF_ERROR(writer.add_tensor(t.name, t.dtype, std::move(dims), bytes));
+  }
+  return writer.write(file.string());
+}
+
+// The draft: the default model with the feed-forward output of its last
+// block removed (every block's scale zeroed), so it mostly agrees with the
+// target and sometimes does not. Written once per test process.
+const fs::path& differing_draft(const Session& target) {
+  static const fs::path file = [&] {
+    const fs::path f = fs::temp_directory_path() / fmt::format("tessera-draft-{}.gguf", getpid());
+    auto model = open_model(kModel.string());
+    EXPECT_TRUE(model.ok()) << model.status().message();
+    const Status written = write_edited_copy(
+        **model, target.tokenizer(), f,
+        [](const TensorRef& t, std::vector<std::byte>& bytes) {
+          if (t.name == "blk.29.ffn_down.weight") std::fill(bytes.begin(), bytes.end(), std::byte{0});
+        },
+        {});
+    EXPECT_TRUE(written.ok()) << written.message();
+    std::atexit([] { fs::remove(fs::temp_directory_path() / fmt::format("tessera-draft-{}.gguf", getpid())); });
+    return f;
+  }();
+  return file;
+}
+
+Overrides draft_model(const Session& target, const std::string& method = "draft-model") {
+  return {{"speculative", "method", fmt::format("\"{}\"", method)},
+          {"speculative", "draft_model", differing_draft(target).string(), true},
+          {"speculative", "adaptive", "false"},  // always draft: exercise verification, not the policy
+          {"speculative", "max_draft_tokens", "4"},
+          {"speculative", "draft_min_probability", "0"}};
+}
+
+Overrides with(Overrides a, const Overrides& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+struct Generated {
+  std::vector<std::vector<int32_t>> ids;
+  SchedulerStats stats;
+};
+
+// Every prompt greedy, together in one scheduler (batched) or one at a time.
+Generated generate(Session& session, bool together, int64_t max_tokens = 32) {
+  Generated run;
+  auto go = [&](const std::vector<std::string>& prompts) {
+    Scheduler scheduler(session);
+    for (const auto& p : prompts) scheduler.submit(greedy(p, max_tokens));
+    auto out = scheduler.run();
+    EXPECT_TRUE(out.ok()) << out.status().message();
+    if (!out.ok()) return;
+    for (const auto& o : *out) {
+      EXPECT_TRUE(o.status.ok()) << o.status.message();
+      run.ids.push_back(o.result.metrics.token_ids);
+    }
+    const SpeculationStats& s = scheduler.stats().speculation;
+    run.stats.speculation.drafts += s.drafts;
+    run.stats.speculation.drafted_tokens += s.drafted_tokens;
+    run.stats.speculation.accepted_tokens += s.accepted_tokens;
+    run.stats.steps += scheduler.stats().steps;
+  };
+  if (together) {
+    go(kPrompts);
+  } else {
+    for (const auto& p : kPrompts) go({p});
+  }
+  return run;
+}
+
+TEST(Speculative, ADraftModelLeavesTheTargetsGreedyIds) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
+  TESSERA_OPEN_OR_SKIP(speculative, draft_model(*target));
+  const Generated plain = generate(*target, false);
+  const Generated drafted = generate(*speculative, false);
+  EXPECT_EQ(drafted.ids, plain.ids);
+  const SpeculationStats& s = drafted.stats.speculation;
+  EXPECT_GT(s.accepted_tokens, 0) << "the draft agrees with the target on many tokens";
+  EXPECT_LT(s.accepted_tokens, s.drafted_tokens) << "and not on all: rejections were exercised";
+  EXPECT_LT(drafted.stats.steps, plain.stats.steps) << "accepted drafts save steps";
+}
+
+TEST(Speculative, PromptLookupLeavesTheTargetsGreedyIds) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
+  TESSERA_OPEN_OR_SKIP(lookup, (Overrides{{"speculative", "method", "\"prompt-lookup\""},
+                                          {"speculative", "adaptive", "false"}}));
+  const Generated plain = generate(*target, false);
+  const Generated drafted = generate(*lookup, false);
+  EXPECT_EQ(drafted.ids, plain.ids);
+  EXPECT_GT(drafted.stats.speculation.accepted_tokens, 0) << "the repeated list recurs in the answer";
+}
+
+TEST(Speculative, BatchedOnAPagedCacheEachRequestGetsItsIdsAlone) {
+  const Overrides paged = {{"kvcache", "plugin", "paged"},
+                           {"kvcache", "memory", "\"64MiB\""},
+                           {"attention", "plugin", "paged"}};
+  TESSERA_OPEN_OR_SKIP(target, paged);
+  TESSERA_OPEN_OR_SKIP(speculative, with(draft_model(*target, "both"), paged));
+  const Generated alone = generate(*target, false);
+  const Generated batched = generate(*speculative, true);
+  EXPECT_EQ(batched.ids, alone.ids);
+  EXPECT_GT(batched.stats.speculation.accepted_tokens, 0);
+  EXPECT_LT(batched.stats.speculation.accepted_tokens, batched.stats.speculation.drafted_tokens);
+}
+
+// Feeds `tokens` after a prefill of `prefill`, `rows` at a time with every
+// row's logits (as a verification step does), into `logits`.
+void feed_in_steps(Session& session, std::span<const int32_t> tokens, size_t prefill, size_t rows,
+                   std::vector<float>& logits) {
+  const auto vocab = static_cast<size_t>(session.vocab_size());
+  logits.assign((tokens.size() - prefill) * vocab, 0.0f);
+  auto seq = session.memory().create_sequence();
+  ASSERT_TRUE(seq.ok()) << seq.status().message();
+  std::vector<float> last(vocab);
+  ASSERT_TRUE(session.extend(*seq, tokens.first(prefill), 0, false, last.data()).ok());
+  for (size_t i = prefill; i < tokens.size(); i += rows) {
+    const size_t n = std::min(rows, tokens.size() - i);
+    const Status s = session.extend(*seq, tokens.subspan(i, n), static_cast<int32_t>(i), true,
+                                    logits.data() + (i - prefill) * vocab);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  session.memory().release(*seq);
+}
+
+void expect_rows_equal_single_steps(Session& session) {
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 60; ++i) tokens.push_back(200 + (i * 7919) % 30000);
+  std::vector<float> single, verified;
+  feed_in_steps(session, tokens, 40, 1, single);
+  feed_in_steps(session, tokens, 40, 5, verified);
+  ASSERT_EQ(single.size(), verified.size());
+  EXPECT_EQ(std::memcmp(single.data(), verified.data(), single.size() * sizeof(float)), 0)
+      << "a step of 5 rows gave other logits than 5 steps of one";
+}
+
+TEST(Speculative, VerificationRowsAreTheSingleStepsLogitsBitForBitOnAContiguousCache) {
+  TESSERA_OPEN_OR_SKIP(session, (Overrides{{"run", "adapt_threads", "false"}}));
+  expect_rows_equal_single_steps(*session);
+}
+
+TEST(Speculative, VerificationRowsAreTheSingleStepsLogitsBitForBitOnAPagedCache) {
+  TESSERA_OPEN_OR_SKIP(session, (Overrides{{"run", "adapt_threads", "false"},
+                                           {"kvcache", "plugin", "paged"},
+                                           {"kvcache", "memory", "\"32MiB\""}}));
+  expect_rows_equal_single_steps(*session);
+}
+
+// The upper 0.1% point of chi-square with `dof` degrees of freedom
+// (Wilson-Hilferty): a correct verifier fails it with fixed seeds never.
+double chi_square_bound(int dof) {
+  const double z = 3.09;
+  const double a = 2.0 / (9.0 * dof);
+  return dof * std::pow(1.0 - a + z * std::sqrt(a), 3);
+}
+
+TEST(Speculative, SamplingVerificationEmitsTheTargetsDistributionOnTheModelsLogits) {
+  // The seeds' settings: temperature 0.7, top-p 0.9 (and top-k 40, as the
+  // pipelines' default, which keeps each trial cheap).
+  TESSERA_OPEN_OR_SKIP(session, (Overrides{{"decoding", "plugin", "sampling"}}));
+  auto prompt = session->prompt_ids(greedy("Name a colour.", 1));
+  ASSERT_TRUE(prompt.ok());
+  SamplingSettings sampling;
+  sampling.temperature = 0.7;
+  sampling.top_p = 0.9;
+  sampling.top_k = 40;
+  sampling.min_p = 0;
+  // The target's distribution after the prompt, and a draft proposing the
+  // target's second most likely token then anything: a proposal that is
+  // sometimes right.
+  auto logits = session->score(*prompt);
+  ASSERT_TRUE(logits.ok()) << logits.status().message();
+  const auto vocab = static_cast<size_t>(session->vocab_size());
+  std::vector<float> first(logits->end() - static_cast<std::ptrdiff_t>(vocab), logits->end());
+  std::vector<float> p(vocab);
+  {
+    RequestDecodingContext ctx(*prompt, sampling);
+    std::vector<float> row = first;
+    ctx.set_logits(row);
+    ASSERT_TRUE(session->strategy().distribution(ctx, p).ok());
+  }
+  std::vector<size_t> order(vocab);
+  for (size_t i = 0; i < vocab; ++i) order[i] = i;
+  std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  ASSERT_GT(p[order[1]], 0.01f) << "the prompt should leave more than one likely token";
+  std::vector<int32_t> with_draft = *prompt;
+  const std::vector<int32_t> draft = {static_cast<int32_t>(order[1]), 13};
+  with_draft.insert(with_draft.end(), draft.begin(), draft.end());
+  auto rows = session->score(with_draft);
+  ASSERT_TRUE(rows.ok());
+  const std::vector<float> verify_rows(rows->end() - static_cast<std::ptrdiff_t>(3 * vocab), rows->end());
+
+  constexpr int kTrials = 2000;
+  std::map<int32_t, int> counts;
+  for (int t = 0; t < kTrials; ++t) {
+    SamplingSettings seeded = sampling;
+    seeded.seed = static_cast<uint64_t>(t);
+    RequestDecodingContext ctx(*prompt, seeded);
+    ctx.propose(draft);
+    std::vector<float> work = verify_rows;  // the strategy may change them in place
+    ctx.set_logits(work);
+    std::vector<int32_t> out;
+    ASSERT_TRUE(session->strategy().verify(ctx, out).ok());
+    ASSERT_FALSE(out.empty());
+    ++counts[out.front()];
+  }
+  // Chi-square over the tokens with an expected count of at least 5; the
+  // rest lumped into one cell.
+  double chi = 0, rest_expected = 0, rest_seen = kTrials;
+  int cells = 0;
+  for (size_t v = 0; v < vocab; ++v) {
+    const double expected = p[v] * kTrials;
+    if (expected < 5) continue;
+    const double seen = counts.count(static_cast<int32_t>(v)) ? counts[static_cast<int32_t>(v)] : 0;
+    chi += (seen - expected) * (seen - expected) / expected;
+    rest_seen -= seen;
+    ++cells;
+  }
+  rest_expected = kTrials;
+  for (size_t v = 0; v < vocab; ++v)
+    if (p[v] * kTrials >= 5) rest_expected -= p[v] * kTrials;
+  if (rest_expected >= 5) {
+    chi += (rest_seen - rest_expected) * (rest_seen - rest_expected) / rest_expected;
+    ++cells;
+  }
+  ASSERT_GE(cells, 2);
+  EXPECT_LT(chi, chi_square_bound(cells - 1))
+      << cells << " cells; the first token a verification emits is not distributed as the target's";
+  EXPECT_GT(counts[draft[0]], 0) << "the drafted token is sometimes kept";
+}
+
+TEST(Speculative, ADraftOfAnotherVocabularyIsRefusedSayingWhere) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
+  auto model = open_model(kModel.string());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera-vocab-{}.gguf", getpid());
+  // Two special tokens' texts swapped: the tokenizer still loads.
+  ASSERT_TRUE(write_edited_copy(**model, target->tokenizer(), file, {},
+                                [](std::vector<std::string>& tokens) { std::swap(tokens[1], tokens[2]); })
+                  .ok());
+  PluginRegistry registry;
+  registry.scan({fs::path(TESSERA_PLUGIN_BUILD_DIR)});
+  auto pipeline = load_pipeline(kPipelines / "quickstart.toml",
+                                {{"speculative", "method", "\"draft-model\""},
+                                 {"speculative", "draft_model", file.string(), true}},
+                                registry);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  auto session = Session::open(*pipeline, registry);
+  fs::remove(file);
+  ASSERT_FALSE(session.ok()) << "a draft of another vocabulary was accepted";
+  EXPECT_EQ(session.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(session.status().message().find("differ at id 1:"), std::string::npos) << session.status().message();
+}
+
+}  // namespace
+}  // namespace tessera::test
