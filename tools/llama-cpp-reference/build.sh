@@ -18,7 +18,7 @@ fi
 src="$cache/src/vendor/llama.cpp"
 cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
-ninja -C "$cache/build" llama-bench llama-perplexity
+ninja -C "$cache/build" llama-bench llama-perplexity llama-speculative-simple llama-speculative llama-lookup llama-quantize
 g++ -O2 -std=c++17 tools/llama-cpp-reference/greedy_ids.cpp -I"$src/include" -I"$src/ggml/include" \
   -L"$cache/build/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$PWD/$cache/build/bin" -o "$cache/greedy_ids"
 echo "built: $cache/build/bin/llama-bench, llama-perplexity, $cache/greedy_ids"

@@ -249,13 +249,9 @@ static Status wire_draft(Pipeline& p, const toml::table& doc, const std::string&
     return InvalidArgument(fmt::format("{}: [speculative] lookup_min_ngram ({}) is more than lookup_max_ngram ({})",
                                        at, p.speculative.get_int("lookup_min_ngram"),
                                        p.speculative.get_int("lookup_max_ngram")));
-  if (!drafts_with_model(p)) {
-    if (!draft_model.empty() || !draft_pipeline.empty())
-      return InvalidArgument(fmt::format(
-          "{}: [speculative] {} is only used when method is \"draft-model\" or \"both\" (it is \"{}\")", at,
-          draft_model.empty() ? "draft_pipeline" : "draft_model", p.speculative.get_string("method")));
-    return Status::Ok();
-  }
+  // A draft named while the method drafts with no model (turned off with
+  // --set speculative.method=...) is left unused, not an error.
+  if (!drafts_with_model(p)) return Status::Ok();
   if (draft_model.empty() == draft_pipeline.empty())
     return InvalidArgument(fmt::format(
         "{}: [speculative] method \"{}\" needs the draft: set draft_model (a model file) or draft_pipeline (a "
