@@ -109,7 +109,8 @@ llama_run() {  # tool config prompt-name prompt round
   local tool=$1 config=$2 name=$3 prompt=$4 round=$5 log="$logs/llama-$2-$3-$5.log"
   local args=(-m "$target" -p "$prompt" -n "$gen" -t "$threads" -c 4096 --temp 0 -s 42)
   case $tool in
-    llama-speculative-simple|llama-speculative) args+=(-md "$draft" -td "$threads") ;;
+    llama-speculative-simple) args+=(-md "$draft" -td "$threads" --spec-type draft-simple) ;;
+    llama-speculative) args+=(-md "$draft" -td "$threads") ;;
   esac
   "$llama/$tool" "${args[@]}" > "$log" 2>&1 || { echo "warning: $tool failed, see $log" >&2; return 0; }
   python3 - "$log" "$config" "$name" "$round" >> "$out" <<'PY'
@@ -156,8 +157,9 @@ for ((round = 1; round <= rounds; ++round)); do
     llama_run llama-lookup lookup "$name" "$prompt" "$round"
     tessera_run both both "$name" "$prompt" "$round"
     # The seeds' sampling settings: the speedup and acceptance with sampling.
+    # (top_k 40 and min_p 0.05 stay at their defaults, llama.cpp's too.)
     sampling=(--set decoding.plugin=sampling --set sampling.temperature=0.7 --set sampling.top_p=0.9
-              --set sampling.top_k=0 --set sampling.min_p=0 --set sampling.seed=42)
+              --set sampling.seed=42)
     tessera_run "sampling alone" off "$name" "$prompt" "$round" "${sampling[@]}"
     tessera_run "sampling both" both "$name" "$prompt" "$round" "${sampling[@]}"
   done

@@ -101,7 +101,11 @@ Status DraftModel::draft(size_t request, std::span<const int32_t> tokens, int32_
       sequences_.erase(request);
       return s;
     }
-    forward_ms.push_back(ms_between(start, Clock::now()));
+    // What a drafted token costs: forwards of one or two tokens (a draft, or
+    // the catch-up of a step's kept token and the target's own). Feeding a
+    // prompt, or what was generated while drafting rested, is once per
+    // request or probe, not per drafted token.
+    if (more.size() <= 2) forward_ms.push_back(ms_between(start, Clock::now()));
     d.fed.insert(d.fed.end(), more.begin(), more.end());
     return Status::Ok();
   };

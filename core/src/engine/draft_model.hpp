@@ -33,7 +33,8 @@ class DraftModel {
 
   // Appends at most `max_tokens` drafts to follow `tokens` to `out`, for the
   // request numbered `request` (its draft sequence is kept between calls).
-  // `forward_ms` receives the time of each draft forward.
+  // `forward_ms` receives the time of each draft forward of one or two
+  // tokens (the per-token cost; not a prompt's prefill).
   Status draft(size_t request, std::span<const int32_t> tokens, int32_t max_tokens, std::vector<int32_t>& out,
                std::vector<double>& forward_ms);
 
