@@ -48,7 +48,9 @@ TEST(Session, EveryShippedPipelineAnswersTheQuestion) {
       return std::filesystem::path(m) != kModel && !std::filesystem::exists(m);
     });
     if (absent != models.end()) {
-      std::printf("[  SKIPPED ] %s: %s is absent (see the pipeline's comments for the script that fetches it)\n",
+      // Not "[  SKIPPED ]": CTest would mark the whole test skipped, though
+      // every other pipeline ran.
+      std::printf("note: %s not run: %s is absent (the pipeline's comments name the script that fetches it)\n",
                   file.filename().c_str(), absent->c_str());
       continue;
     }
