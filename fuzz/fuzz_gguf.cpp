@@ -1,16 +1,18 @@
 // Fuzzes the GGUF reader from memory. Properties checked beyond "no crash":
 // every tensor's bytes lie inside the input (ASan sees the reads), metadata
-// helpers never fail on any type, and a parsed file written back by GgufWriter
-// parses again with the same metadata and tensors.
+// helpers and the metadata view architecture plugins read (GgufMetadata)
+// never fail on any type, and a parsed file written back by GgufWriter parses
+// again with the same metadata and tensors.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <span>
 
 #include "model/gguf.hpp"
-#include "model/gguf_hparams.hpp"
 #include "model/gguf_writer.hpp"
+#include "model/metadata.hpp"
 
 namespace {
 
@@ -27,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tessera;
   auto parsed = GgufFile::open_memory(std::as_bytes(std::span(data, size)), "fuzz.gguf");
   if (!parsed.ok()) return 0;
-  const GgufFile& f = *parsed.value();
+  const std::shared_ptr<const GgufFile> file = std::move(parsed).value();
+  const GgufFile& f = *file;
 
   unsigned sum = 0;
   for (const auto& t : f.tensors()) {
@@ -42,7 +45,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)f.get_int_array(key);
     require(f.find(key) == &value, "find returns the entry");
   }
-  (void)hparams_from_gguf(f);
+  // Every accessor on every key, as an architecture plugin reading its
+  // hyper-parameters would call them.
+  const GgufMetadata meta(file);
+  require(meta.size() == f.metadata().size(), "the metadata view has every key");
+  for (size_t i = 0; i < meta.size(); ++i) {
+    const std::string_view key = meta.key(i);
+    (void)meta.type(key);
+    (void)meta.get_int(key);
+    (void)meta.get_real(key);
+    (void)meta.get_bool(key);
+    (void)meta.get_string(key);
+    (void)meta.element_type(key);
+    const size_t n = meta.array_length(key);
+    for (size_t j : {size_t{0}, n / 2, n > 0 ? n - 1 : 0, n}) {  // n: one past the end
+      (void)meta.get_int(key, j);
+      (void)meta.get_real(key, j);
+      (void)meta.get_string(key, j);
+    }
+  }
+  (void)meta.get_int("no such key");
 
   // Round trip through the writer (bounded so that huge paddings stay cheap).
   if (f.alignment() <= 4096 && f.tensors().size() <= 64) {

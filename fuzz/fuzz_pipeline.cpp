@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace {
 tessera::PluginRegistry& fixture_registry() {
   static tessera::PluginRegistry* registry = [] {
     auto* r = new tessera::PluginRegistry();  // lives for the process
-    r->scan({TESSERA_FUZZ_PLUGIN_DIR});
+    r->scan({std::filesystem::path(TESSERA_FUZZ_PLUGIN_DIR)});
     if (r->plugins().size() < 4) {
       std::fprintf(stderr, "fuzz_pipeline: fixture plugins missing from %s\n", TESSERA_FUZZ_PLUGIN_DIR);
       std::abort();

@@ -61,7 +61,8 @@ void PluginRegistry::scan(const std::vector<PluginFolder>& folders) {
     // A folder this registry has searched before (one registry serving several
     // pipelines) holds the libraries it already loaded: not duplicates.
     std::error_code ec;
-    const auto same_folder = [&](const fs::path& earlier) { return fs::equivalent(earlier, folder, ec); };
+    const fs::path& dir = folder;  // a lambda may not capture a structured binding before C++20 in clang 14
+    const auto same_folder = [&](const fs::path& earlier) { return fs::equivalent(earlier, dir, ec); };
     if (std::any_of(searched_.begin(), searched_.end(), same_folder)) {
       spdlog::debug("plugin search: {} was searched already", folder.string());
       continue;
