@@ -110,10 +110,7 @@ Generated generate(Session& session, bool together, int64_t max_tokens = 32) {
       EXPECT_TRUE(o.status.ok()) << o.status.message();
       run.ids.push_back(o.result.metrics.token_ids);
     }
-    const SpeculationStats& s = scheduler.stats().speculation;
-    run.stats.speculation.drafts += s.drafts;
-    run.stats.speculation.drafted_tokens += s.drafted_tokens;
-    run.stats.speculation.accepted_tokens += s.accepted_tokens;
+    run.stats.speculation.merge(scheduler.stats().speculation);
     run.stats.steps += scheduler.stats().steps;
   };
   if (together) {

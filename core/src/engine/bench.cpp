@@ -102,23 +102,7 @@ Result<RunTimes> run_once_scheduled(Session& session, std::span<const int32_t> p
   const RequestOutcome& outcome = outcomes->front();
   if (!outcome.status.ok()) return outcome.status;
   const RequestMetrics& m = outcome.result.metrics;
-  if (speculation != nullptr) {
-    const SpeculationStats& s = scheduler.stats().speculation;
-    speculation->drafts += s.drafts;
-    speculation->drafted_tokens += s.drafted_tokens;
-    speculation->accepted_tokens += s.accepted_tokens;
-    speculation->draft_ms += s.draft_ms;
-    speculation->verify_ms += s.verify_ms;
-    speculation->requests_turned_off += s.requests_turned_off;
-    if (speculation->drafted_at.size() < s.drafted_at.size()) {
-      speculation->drafted_at.resize(s.drafted_at.size());
-      speculation->accepted_at.resize(s.drafted_at.size());
-    }
-    for (size_t i = 0; i < s.drafted_at.size(); ++i) {
-      speculation->drafted_at[i] += s.drafted_at[i];
-      speculation->accepted_at[i] += s.accepted_at[i];
-    }
-  }
+  if (speculation != nullptr) speculation->merge(scheduler.stats().speculation);
   // The first token comes from the prefill's logits; decode is the rest.
   return RunTimes{m.ttft_ms, m.decode_ms};
 }

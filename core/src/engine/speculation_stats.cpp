@@ -19,6 +19,23 @@ void SpeculationStats::add(int32_t proposed, int32_t accepted) {
   }
 }
 
+void SpeculationStats::merge(const SpeculationStats& o) {
+  drafts += o.drafts;
+  drafted_tokens += o.drafted_tokens;
+  accepted_tokens += o.accepted_tokens;
+  draft_ms += o.draft_ms;
+  verify_ms += o.verify_ms;
+  requests_turned_off += o.requests_turned_off;
+  if (drafted_at.size() < o.drafted_at.size()) {
+    drafted_at.resize(o.drafted_at.size());
+    accepted_at.resize(o.drafted_at.size());
+  }
+  for (size_t i = 0; i < o.drafted_at.size(); ++i) {
+    drafted_at[i] += o.drafted_at[i];
+    accepted_at[i] += o.accepted_at[i];
+  }
+}
+
 double SpeculationStats::acceptance_rate() const {
   return drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(drafted_tokens) : 0.0;
 }

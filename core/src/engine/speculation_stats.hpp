@@ -23,6 +23,8 @@ struct SpeculationStats {
 
   // One request-step verified `proposed` drafts and kept the first `accepted`.
   void add(int32_t proposed, int32_t accepted);
+  // Adds another run's figures to these.
+  void merge(const SpeculationStats& other);
   double acceptance_rate() const;
   double mean_acceptance_length() const;
   nlohmann::json to_json() const;

@@ -25,5 +25,23 @@ TEST(SpeculationStats, FollowVllmsDefinitions) {
   EXPECT_DOUBLE_EQ(by_position[3], 0.5);
 }
 
+TEST(SpeculationStats, MergeAddsEveryFigureAndPosition) {
+  SpeculationStats a, b;
+  a.add(2, 1);
+  a.draft_ms = 3;
+  b.add(4, 4);
+  b.verify_ms = 5;
+  b.requests_turned_off = 1;
+  a.merge(b);
+  EXPECT_EQ(a.drafts, 2);
+  EXPECT_EQ(a.drafted_tokens, 6);
+  EXPECT_EQ(a.accepted_tokens, 5);
+  EXPECT_EQ(a.drafted_at, (std::vector<int64_t>{2, 2, 1, 1}));
+  EXPECT_EQ(a.accepted_at, (std::vector<int64_t>{2, 1, 1, 1}));
+  EXPECT_DOUBLE_EQ(a.draft_ms, 3);
+  EXPECT_DOUBLE_EQ(a.verify_ms, 5);
+  EXPECT_EQ(a.requests_turned_off, 1);
+}
+
 }  // namespace
 }  // namespace tessera
