@@ -1,5 +1,8 @@
 // Continuous batching: every request's greedy output under batching, chunked
 // prefill, paging, preemption and prefix caching equals running it alone.
+#include <algorithm>
+#include <map>
+
 #include "engine/scheduler.hpp"
 #include "model_fixture.hpp"
 
@@ -137,6 +140,96 @@ TEST(Batching, PrefixCacheHitGivesIdenticalOutput) {
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_GT(session->memory().stats().prefix_hit_tokens, hits_before) << "the second run should reuse blocks";
   EXPECT_EQ(first->metrics.token_ids, second->metrics.token_ids);
+}
+
+// Online use, as the server drives the scheduler: requests arrive between
+// steps, are cancelled (their memory freed at once) and forgotten.
+TEST(Batching, ArrivalsBetweenStepsMatchRunningAlone) {
+  TESSERA_OPEN_OR_SKIP(session, paged("64MiB"));
+  const auto alone = run_alone(*session, 12);
+  Scheduler scheduler(*session);
+  std::map<size_t, RequestOutcome> outcomes;
+  auto on_done = [&](const RequestOutcome& o) { outcomes[o.index] = o; };
+  size_t next = 0;
+  while (next < kPrompts.size() || scheduler.busy()) {
+    if (next < kPrompts.size()) scheduler.submit(greedy(kPrompts[next++], 12));  // one arrival per step
+    ASSERT_TRUE(scheduler.step({}, on_done).ok());
+  }
+  ASSERT_EQ(outcomes.size(), kPrompts.size());
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].status.ok()) << outcomes[i].status.message();
+    EXPECT_EQ(outcomes[i].result.metrics.token_ids, alone[i]) << "request " << i;
+    scheduler.forget(i);
+  }
+  EXPECT_GT(scheduler.stats().max_running, 1);
+}
+
+TEST(Batching, CancelFreesMemoryAtOnceAndLeavesTheOthersUnchanged) {
+  TESSERA_OPEN_OR_SKIP(session, paged("64MiB"));
+  const auto alone = run_alone(*session, 16);
+  Scheduler scheduler(*session);
+  for (const auto& p : kPrompts) scheduler.submit(greedy(p, 16));
+  std::vector<RequestOutcome> done;
+  auto on_done = [&](const RequestOutcome& o) { done.push_back(o); };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.step({}, on_done).ok());
+  ASSERT_TRUE(done.empty());
+  const int64_t blocks_before = session->memory().stats().blocks_used;
+  ASSERT_TRUE(scheduler.cancel(1, on_done));
+  EXPECT_FALSE(scheduler.cancel(1, on_done)) << "a request ends once";
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].index, 1u);
+  EXPECT_TRUE(done[0].status.ok());
+  EXPECT_EQ(done[0].result.metrics.stop_reason, "cancelled");
+  EXPECT_GT(done[0].result.metrics.generated_tokens, 0);
+  // Its tokens so far are the ones it would have generated alone.
+  const auto& partial = done[0].result.metrics.token_ids;
+  EXPECT_TRUE(std::equal(partial.begin(), partial.end(), alone[1].begin()));
+  EXPECT_LT(session->memory().stats().blocks_used, blocks_before) << "its blocks are free before the next step";
+  while (scheduler.busy()) ASSERT_TRUE(scheduler.step({}, on_done).ok());
+  for (const auto& o : done) {
+    if (o.index == 1) continue;
+    EXPECT_EQ(o.result.metrics.token_ids, alone[o.index]) << "request " << o.index;
+  }
+  EXPECT_EQ(session->memory().stats().blocks_used, 0);
+}
+
+TEST(Batching, StopStringEndsTheRequestShortOfIt) {
+  TESSERA_OPEN_OR_SKIP(session, (Overrides{}));
+  GenerationRequest request = greedy("List three fruits.", 48);
+  auto full = session->generate(request);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  // Stop at the second word of the answer, wherever the tokens split it.
+  const std::string& text = full->text;
+  const size_t space = text.find(' ', 1);
+  ASSERT_NE(space, std::string::npos) << text;
+  const std::string stop = text.substr(space, 3);
+  request.stop = {stop};
+  std::string streamed;
+  auto stopped = session->generate(request, [&](std::string_view t) { streamed += t; });
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_EQ(stopped->metrics.stop_reason, "stop");
+  EXPECT_EQ(stopped->text, text.substr(0, space));
+  EXPECT_EQ(streamed, stopped->text);
+  EXPECT_LT(stopped->metrics.generated_tokens, full->metrics.generated_tokens);
+}
+
+TEST(Batching, AConversationGoesThroughTheChatTemplate) {
+  TESSERA_OPEN_OR_SKIP(session, (Overrides{}));
+  GenerationRequest one_turn = greedy("List three fruits.", 8);
+  GenerationRequest as_messages = one_turn;
+  as_messages.prompt.clear();
+  as_messages.messages = {{"user", "List three fruits."}};
+  auto a = session->prompt_ids(one_turn);
+  auto b = session->prompt_ids(as_messages);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  as_messages.messages = {{"system", "Answer briefly."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+  auto c = session->prompt_ids(as_messages);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const std::string rendered = session->tokenizer().decode(*c, /*render_special=*/true);
+  EXPECT_NE(rendered.find("Answer briefly."), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("Hello!"), std::string::npos) << rendered;
+  EXPECT_LT(rendered.find("Hello!"), rendered.find("Bye")) << rendered;
 }
 
 }  // namespace

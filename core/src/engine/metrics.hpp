@@ -28,7 +28,7 @@ struct RequestMetrics {
   double ttft_ms = 0;               // request start -> first generated token chosen
   double prefill_ms = 0;
   double decode_ms = 0;             // after the first token, to the last
-  std::string stop_reason;          // "eos", "max_tokens", "context_full"
+  std::string stop_reason;          // "eos", "stop" (a stop string), "max_tokens", "context_full", "cancelled"
   uint64_t seed = 0;
   int64_t drafted_tokens = 0;       // speculative decoding: draft tokens verified
   int64_t accepted_tokens = 0;      // and accepted

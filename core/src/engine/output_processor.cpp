@@ -90,9 +90,10 @@ const char* OutputProcessor::commit(Request& r, const TextCallback& on_text, Ste
     ++m.generated_tokens;
     ++totals.generated_tokens;
     r.last_token_at = Clock::now();
-    const std::string piece = r.stream->push(token);
+    auto [piece, stopped] = r.stop.push(r.stream->push(token));
     r.outcome.result.text += piece;
     if (on_text && !piece.empty()) on_text(r.index, piece);
+    if (stopped) return "stop";
     if (m.generated_tokens >= r.request.max_tokens) return "max_tokens";
     if (r.n_tokens() >= context_) return "context_full";
   }
@@ -134,7 +135,10 @@ void OutputProcessor::finish(RequestTable& requests, Request& r, Status status, 
   r.outcome.status = std::move(status);
   RequestMetrics& m = r.outcome.result.metrics;
   if (m.generated_tokens > 0) m.decode_ms = ms_between(r.first_token_at, r.last_token_at);
-  r.outcome.result.text += r.stream ? r.stream->flush() : std::string();
+  // The last bytes the stream decoder held (an unfinished character) and the
+  // tail the stop strings held; not streamed: on_done's text has them.
+  if (r.stream) r.outcome.result.text += r.stop.push(r.stream->flush()).released;
+  r.outcome.result.text += r.stop.flush();
   requests.running.erase(std::remove(requests.running.begin(), requests.running.end(), &r), requests.running.end());
   if (on_done) on_done(r.outcome);
 }

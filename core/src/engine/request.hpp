@@ -12,9 +12,11 @@
 
 #include "engine/decoding_context.hpp"
 #include "engine/metrics.hpp"
+#include "engine/stop_strings.hpp"
 #include "tessera/decoding.hpp"
 #include "tessera/sequence_memory.hpp"
 #include "tessera/status.hpp"
+#include "tokenizer/chat_template.hpp"
 #include "tokenizer/stream_decoder.hpp"
 
 namespace tessera {
@@ -24,6 +26,12 @@ struct GenerationRequest {
   int64_t max_tokens = 128;
   bool chat = false;        // wrap with the model's chat template
   std::string system;       // chat system message ("" = the template's default)
+  // A whole conversation for the chat template, used instead of `prompt` and
+  // `system` when not empty (the template adds the assistant's header).
+  std::vector<tok::ChatMessage> messages;
+  // Generation ends before the first of these strings (StopStrings); the
+  // text returned and streamed stops short of it.
+  std::vector<std::string> stop;
   SamplingSettings sampling;
   std::vector<int32_t> token_ids;  // when not empty: the prompt as ids, used instead of `prompt` (benchmarks)
   bool ignore_eos = false;         // generate max_tokens whatever is chosen (benchmarks)
@@ -50,6 +58,7 @@ struct Request {
   GenerationRequest request;
   std::unique_ptr<RequestDecodingContext> ctx;  // prompt + generated tokens, and a proposal being verified
   std::unique_ptr<tok::StreamDecoder> stream;
+  StopStrings stop;               // request.stop, matched over the streamed text
   SeqId seq = -1;
   bool has_seq = false;
   int32_t n_computed = 0;         // leading tokens whose state is in the memory

@@ -50,7 +50,7 @@ Scheduler::~Scheduler() {
   // Requests left unfinished (a failed run): the proposer forgets them too.
   if (proposer_ != nullptr) {
     for (const auto& r : requests_.all)
-      if (!r->done) proposer_->finished(*r);
+      if (r && !r->done) proposer_->finished(*r);
   }
 }
 
@@ -92,6 +92,7 @@ size_t Scheduler::submit(GenerationRequest request) {
       }
     }
   }
+  r->stop = StopStrings(request.stop);
   r->request = std::move(request);
   if (!r->done) requests_.waiting.push_back(r.get());
   requests_.all.push_back(std::move(r));
@@ -110,7 +111,40 @@ void Scheduler::note_memory() {
   session_.note_memory_stats(kv);
 }
 
+Status Scheduler::check_config() const {
+  // A step that may take no token would never finish a request.
+  if (config_.max_batch_tokens < 1)
+    return InvalidArgument(fmt::format("max_batch_tokens must be at least 1, got {}", config_.max_batch_tokens));
+  if (config_.max_running < 1)
+    return InvalidArgument(fmt::format("max_running must be at least 1, got {}", config_.max_running));
+  return Status::Ok();
+}
+
+bool Scheduler::cancel(size_t index, const DoneCallback& on_done) {
+  Request* r = requests_.all.at(index).get();
+  if (r == nullptr || r->done) return false;
+  requests_.waiting.erase(std::remove(requests_.waiting.begin(), requests_.waiting.end(), r), requests_.waiting.end());
+  r->outcome.result.metrics.stop_reason = "cancelled";
+  outputs_.finish(requests_, *r, Status::Ok(), on_done);
+  if (proposer_ != nullptr) proposer_->finished(*r);
+  return true;
+}
+
+void Scheduler::forget(size_t index) {
+  auto& r = requests_.all.at(index);
+  if (r && r->done) r.reset();
+}
+
+void Scheduler::refresh_stats() {
+  const PlannerStats& planned = planner_.stats();
+  stats_.max_running = planned.max_running;
+  stats_.preemptions = planned.preemptions;
+  stats_.prefix_hit_tokens = session_.memory().stats().prefix_hit_tokens;
+  stats_.speculation.draft_ms = planned.draft_ms;
+}
+
 Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done) {
+  TESSERA_RETURN_IF_ERROR(check_config());
   const auto step_start = Clock::now();
   auto plan = planner_.plan(requests_);
   if (!plan.ok()) return plan.status();
@@ -119,7 +153,10 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
     if (proposer_ != nullptr) proposer_->finished(*request);
   }
   note_memory();
-  if (plan->items.empty()) return Status::Ok();
+  if (plan->items.empty()) {
+    refresh_stats();
+    return Status::Ok();
+  }
 
   const auto execute_start = Clock::now();
   TESSERA_RETURN_IF_ERROR(executor_.execute(*plan));
@@ -135,6 +172,7 @@ Status Scheduler::step(const TextCallback& on_text, const DoneCallback& on_done)
   }
   if (totals.drafted_tokens > 0) stats_.speculation.verify_ms += executed_ms;
   if (proposer_ != nullptr) report_to_proposer(*plan, executed_ms);
+  refresh_stats();
   return Status::Ok();
 }
 
@@ -153,16 +191,12 @@ void Scheduler::report_to_proposer(const StepPlan& plan, double executed_ms) {
 }
 
 Result<std::vector<RequestOutcome>> Scheduler::run(const TextCallback& on_text, const DoneCallback& on_done) {
-  // A step that may take no token would never finish a request.
-  if (config_.max_batch_tokens < 1)
-    return InvalidArgument(fmt::format("max_batch_tokens must be at least 1, got {}", config_.max_batch_tokens));
-  if (config_.max_running < 1)
-    return InvalidArgument(fmt::format("max_running must be at least 1, got {}", config_.max_running));
+  TESSERA_RETURN_IF_ERROR(check_config());
   const auto start = Clock::now();
   for (const auto& r : requests_.all) {
-    if (r->done && on_done) on_done(r->outcome);  // rejected at submission
+    if (r && r->done && on_done) on_done(r->outcome);  // rejected at submission
   }
-  while (!requests_.waiting.empty() || !requests_.running.empty()) {
+  while (busy()) {
     const size_t before = requests_.waiting.size() + requests_.running.size();
     const int64_t steps_before = stats_.steps;
     TESSERA_RETURN_IF_ERROR(step(on_text, on_done));
@@ -170,15 +204,13 @@ Result<std::vector<RequestOutcome>> Scheduler::run(const TextCallback& on_text, 
       return Internal("the scheduler made no progress: the memory admits no sequence although none is running");
   }
   stats_.wall_ms = ms_between(start, Clock::now());
-  const PlannerStats& planned = planner_.stats();
-  stats_.max_running = planned.max_running;
-  stats_.preemptions = planned.preemptions;
-  stats_.prefix_hit_tokens = session_.memory().stats().prefix_hit_tokens;
-  stats_.speculation.draft_ms = planned.draft_ms;
-  for (const auto& r : requests_.all)
-    stats_.speculation.requests_turned_off += r->outcome.result.metrics.speculation_turned_off ? 1 : 0;
+  refresh_stats();
   std::vector<RequestOutcome> out;
-  for (const auto& r : requests_.all) out.push_back(r->outcome);
+  for (const auto& r : requests_.all) {
+    if (!r) continue;  // forgotten
+    stats_.speculation.requests_turned_off += r->outcome.result.metrics.speculation_turned_off ? 1 : 0;
+    out.push_back(r->outcome);
+  }
   return out;
 }
 

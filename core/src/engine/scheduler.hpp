@@ -56,7 +56,10 @@ class Scheduler {
   Scheduler(Session& session, SchedulerConfig config = {}, DraftProposer* proposer = nullptr);
   ~Scheduler();
 
-  // Queues a request; returns its index. Requests run when run() is called.
+  // Queues a request; returns its index. Requests run when run() or step()
+  // is called. A request the engine can never serve (a prompt not shorter
+  // than the context, one longer than the memory holds) is done at once:
+  // done(index) is true and outcome(index) says why.
   size_t submit(GenerationRequest request);
 
   // Runs until every submitted request is finished or rejected. Outcomes are
@@ -64,11 +67,32 @@ class Scheduler {
   // plugin fails; a request the memory cannot hold is rejected on its own.
   Result<std::vector<RequestOutcome>> run(const TextCallback& on_text = {}, const DoneCallback& on_done = {});
 
+  // --- Online use (a server): submit, cancel and forget between steps.
+  // Whether any request waits or runs.
+  bool busy() const { return !requests_.waiting.empty() || !requests_.running.empty(); }
+  // One step of every request in flight (run() is these until none is left).
+  Status step(const TextCallback& on_text, const DoneCallback& on_done);
+  // Ends a request now, waiting or running: its memory is freed at once and
+  // on_done gets its outcome, stop reason "cancelled", the text so far.
+  // False when the request had already ended.
+  bool cancel(size_t index, const DoneCallback& on_done = {});
+  bool done(size_t index) const { return requests_.all.at(index)->done; }
+  const RequestOutcome& outcome(size_t index) const { return requests_.all.at(index)->outcome; }
+  // Drops an ended request's record, so that a server's memory does not grow
+  // with the requests it has served. Its index is not reused.
+  void forget(size_t index);
+  size_t waiting() const { return requests_.waiting.size(); }
+  size_t running() const { return requests_.running.size(); }
+
+  // Kept current step by step; wall_ms and the requests that turned
+  // speculation off are filled in by run().
   const SchedulerStats& stats() const { return stats_; }
 
  private:
-  Status step(const TextCallback& on_text, const DoneCallback& on_done);
+  Status check_config() const;
   void note_memory();
+  // Figures the planner and the memory keep, into stats_.
+  void refresh_stats();
   // What the step's drafts achieved and cost, to the proposer (and stats).
   void report_to_proposer(const StepPlan& plan, double executed_ms);
 

@@ -197,6 +197,7 @@ Result<std::vector<int32_t>> Session::prompt_ids(const GenerationRequest& reques
     }
     return request.token_ids;
   }
+  if (!request.messages.empty()) return build_chat_ids(*tokenizer_, request.messages);
   return build_prompt_ids(*tokenizer_, request.prompt, request.chat, request.system);
 }
 
