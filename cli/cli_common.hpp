@@ -75,5 +75,6 @@ int cmd_plugins(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 }  // namespace tessera::cli

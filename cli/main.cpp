@@ -24,6 +24,7 @@ constexpr Subcommand kSubcommands[] = {
     {"inspect", tessera::cli::cmd_inspect, "describe a model file"},
     {"bench", tessera::cli::cmd_bench, "measure prefill and decode speed"},
     {"perplexity", tessera::cli::cmd_perplexity, "perplexity of a text, scored as llama.cpp does"},
+    {"serve", tessera::cli::cmd_serve, "serve a pipeline over the OpenAI HTTP API"},
 };
 
 void print_usage() {
