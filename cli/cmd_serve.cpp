@@ -104,6 +104,10 @@ int cmd_serve(int argc, char** argv) {
     server.stop();
     return report(session.status());
   }
+  if (pipeline->decoding.plugin != nullptr && std::string_view(pipeline->decoding.plugin->info->name) == "greedy")
+    fmt::print(stderr,
+               "tessera serve: note: [decoding] plugin = \"greedy\" picks the likeliest token whatever a request's "
+               "temperature, top_p or seed say; pipelines/serving.toml samples when asked (plugin \"sampling\")\n");
   SchedulerConfig config;
   config.max_batch_tokens = *batch_tokens;
   server.serve(**session, config);

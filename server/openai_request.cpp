@@ -196,6 +196,24 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_v
       fields.fail(fmt::format("'{}' is not supported by this server", name), name);
   }
   if (fields.boolean("echo").value_or(false)) fields.fail("'echo' is not supported by this server", "echo");
+  // Tool calls, structured output and logit biases change what may be
+  // generated: answering as if they were not asked would be silently wrong.
+  for (const char* name : {"tools", "functions", "logit_bias"}) {
+    if (!fields.has(name)) continue;
+    const json& v = j[name];
+    if (!((v.is_array() || v.is_object()) && v.empty()))
+      fields.fail(fmt::format("'{}' is not supported by this server", name), name);
+  }
+  for (const char* name : {"tool_choice", "function_call"}) {
+    if (fields.has(name) && j[name] != "none" && j[name] != "auto")
+      fields.fail(fmt::format("'{}' is not supported by this server", name), name);
+  }
+  if (fields.has("response_format")) {
+    const json& v = j["response_format"];
+    if (!v.is_object() || !v.contains("type") || v["type"] != "text")
+      fields.fail("'response_format' other than {\"type\": \"text\"} is not supported by this server",
+                  "response_format");
+  }
   fields.integer("best_of", 1, 1);  // several candidates per choice: not supported
   if (fields.has("suffix")) fields.fail("'suffix' is not supported by this server", "suffix");
 

@@ -110,6 +110,10 @@ TEST(OpenAiRequest, WrongTypesAndRangesAre400WithTheField) {
            {R"({"prompt": "x", "presence_penalty": 0.5})", "presence_penalty"},
            {R"({"prompt": "x", "echo": true})", "echo"},
            {R"({"prompt": "x", "best_of": 3})", "best_of"},
+           {R"({"prompt": "x", "tools": [{"type": "function"}]})", "tools"},
+           {R"({"prompt": "x", "tool_choice": "required"})", "tool_choice"},
+           {R"({"prompt": "x", "logit_bias": {"50256": -100}})", "logit_bias"},
+           {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
        }) {
     const ApiError e = refused(c.body);
     EXPECT_EQ(e.http_status, 400) << c.body;
@@ -117,7 +121,8 @@ TEST(OpenAiRequest, WrongTypesAndRangesAre400WithTheField) {
     EXPECT_EQ(e.type, "invalid_request_error");
   }
   // What clients send by default passes.
-  ok(R"({"prompt": "x", "presence_penalty": 0, "frequency_penalty": 0, "logprobs": false, "best_of": 1})");
+  ok(R"({"prompt": "x", "presence_penalty": 0, "frequency_penalty": 0, "logprobs": false, "best_of": 1,
+         "tools": [], "tool_choice": "none", "logit_bias": {}, "response_format": {"type": "text"}})");
 }
 
 TEST(OpenAiRequest, MalformedBodiesAre400) {

@@ -236,6 +236,12 @@ void OpenAiServer::install_routes() {
   // threads for a full queue, plus a few for /health and /metrics.
   const size_t threads = options_.max_queue + 8;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a
+  // second server bind the same port and share its connections silently.
+  http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http.set_payload_max_length(options_.max_body_bytes);
   http.set_keep_alive_timeout(2);
   http.set_read_timeout(30);
@@ -307,6 +313,15 @@ void OpenAiServer::install_routes() {
     if (!gate(req, res)) return;
     res.set_content(models_json(options_.model_name, created_).dump(), "application/json");
   });
+  http.Get(R"(/v1/models/(.+))", [this, gate](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    if (req.matches[1] != options_.model_name) {
+      return send_error(res, {404, fmt::format("the model '{}' does not exist: this server serves '{}'",
+                                               req.matches[1].str(), options_.model_name),
+                              "invalid_request_error", "model", "model_not_found"});
+    }
+    res.set_content(models_json(options_.model_name, created_)["data"][0].dump(), "application/json");
+  });
 
   auto generate = [this, gate](Endpoint endpoint) {
     return [this, gate, endpoint](const httplib::Request& req, httplib::Response& res) {
@@ -374,7 +389,9 @@ void OpenAiServer::install_routes() {
                       out += sse_event(from_status(o.status).to_json());
                       return;
                     }
-                    const bool last = f->all_finished();
+                    // The stream's last chunk carries the usage, unless the
+                    // client asked for OpenAI's separate usage chunk.
+                    const bool last = f->all_finished() && !f->include_usage;
                     const json usage = last ? usage_json(f->prompt_tokens, f->completion_tokens()) : json(nullptr);
                     const bool role = f->endpoint == Endpoint::chat_completions && !f->started[i];
                     f->started[i] = true;

@@ -117,6 +117,12 @@ TEST(OpenAiServer, HealthModelsAndChatPage) {
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "smol");
+  auto model = c.Get("/v1/models/smol");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(json::parse(model->body)["id"], "smol");
+  auto other = c.Get("/v1/models/gpt-9");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
   auto page = c.Get("/");
   ASSERT_TRUE(page);
   EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
@@ -179,6 +185,11 @@ TEST(OpenAiServer, ChatStreamEqualsTheWholeAnswerAndTheEngines) {
   EXPECT_EQ(text, want);
   EXPECT_FALSE(finish.empty());
   EXPECT_EQ(usage["completion_tokens"], whole["usage"]["completion_tokens"]);
+  // include_usage: the usage comes once, in its own chunk with no choices, as OpenAI sends it.
+  int usage_chunks = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) usage_chunks += json::parse(events[i]).contains("usage") ? 1 : 0;
+  EXPECT_EQ(usage_chunks, 1);
+  EXPECT_TRUE(json::parse(events[events.size() - 2])["choices"].empty());
 }
 
 TEST(OpenAiServer, ConcurrentRequestsShareStepsAndMatchAlone) {
