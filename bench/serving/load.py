@@ -495,13 +495,20 @@ async def run(args) -> dict:
             want = ref[r.prompt_index]
             if r.text != want:
                 mism += 1
-                if r.text in by_text and r.prompt_index not in by_text[r.text]:
-                    cross += 1
                 n = 0
                 while n < min(len(r.text), len(want)) and r.text[n] == want[n]:
                     n += 1
-                diverge.append({"request": r.index, "prompt": r.prompt_index, "common_prefix_chars": n,
-                                "len": len(r.text), "ref_len": len(want)})
+                d = {"request": r.index, "prompt": r.prompt_index, "common_prefix_chars": n,
+                     "len": len(r.text), "ref_len": len(want), "text_at": r.text[max(0, n - 40):n + 80],
+                     "ref_at": want[max(0, n - 40):n + 80]}
+                if r.text in by_text and r.prompt_index not in by_text[r.text]:
+                    # A model that has fallen into repeating one sentence of its prompt can
+                    # give another prompt's text too: read the texts before calling it a bug.
+                    cross += 1
+                    d["same_as_reference_of"] = sorted(by_text[r.text])
+                    d["text_head"] = r.text[:160]
+                    d["own_reference_head"] = want[:160]
+                diverge.insert(0, d) if "same_as_reference_of" in d else diverge.append(d)
         report["greedy"] = {"checked": checked, "mismatches": mism, "cross_talk": cross, "divergences": diverge[:50]}
     if args.save_reference:
         texts: dict[int, str] = {}
