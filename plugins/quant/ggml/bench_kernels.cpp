@@ -69,7 +69,7 @@ struct Copies {
 std::unique_ptr<Linear> make_linear(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
                                     ActivationTerms terms = ActivationTerms::q8) {
   if (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)
-    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{}, terms);
+    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{}, true, nullptr, terms);
   return std::make_unique<QuantLinear>(w.data(), type, out, in, std::vector<float>{}, true, nullptr, terms);
 }
 
@@ -137,6 +137,7 @@ void kmix_args(benchmark::internal::Benchmark* b) {
     b->Args({4096, 4096, threads, best, 1});
   }
   b->Args({4096, 4096, 1, static_cast<int>(IsaLevel::avx2), 1});  // the 256-bit kernels, for comparison
+  b->Args({1536, 1536, 1, best, 0});  // cache-resident: the kernel's compute ceiling
   b->ArgNames({"out", "in", "threads", "level", "streamed"});
 }
 BENCHMARK(BM_MatVec<DType::q5_0>)

@@ -189,6 +189,41 @@ struct BlockQ8_0x16Pair {
   uint8_t qs[2][kWideRepackRows * kBlock];
 };
 
+// The K-quants, 8 rows (repack_kquant.cpp; kernels in kquant_groups_*.cpp).
+// A super-block of 8 rows is split into 8 runs of 32 elements, j = 0..7. For
+// each run the layout keeps the bytes a kernel needs together: 32-byte chunks
+// of quants that hold 4 consecutive quants of each of the 8 rows (row r at
+// bytes 4r..4r+3, as in BlockQ4_1x8), so a broadcast group of 4 activation
+// quants multiplies all 8 rows at once and row r's sums stay in lanes 2r and
+// 2r + 1 of an i16 vector until one vpmaddwd applies the rows' scales.
+//
+// Q4_K: run j is sub-block j. Chunk t (0..3) of run j: the low nibble of byte
+// 4r + i is quant 32j + 4t + i of row r, the high nibble quant 32j + 16 + 4t + i.
+// The 6-bit scales and minimums are unpacked to bytes, [j][r]. 1184 bytes
+// against the ggml layout's 8 x 144 = 1152 (the unpacked scales).
+struct BlockQ4Kx8 {
+  uint16_t d[kRepackRows];             // f16
+  uint16_t dmin[kRepackRows];          // f16
+  uint8_t scales[8][kRepackRows];      // [j][r] 0..63
+  uint8_t mins[8][kRepackRows];        // [j][r] 0..63
+  uint8_t qs[8][4][4 * kRepackRows];   // [j][t][4r + i]
+};
+
+// Q6_K: run j is sub-blocks 2j (its first 16 elements) and 2j + 1. Low four
+// bits as in Q4_K: chunk t of ql[j], low nibble of byte 4r + i = quant 32j + 4t + i
+// (sub-block 2j), high nibble = quant 32j + 16 + 4t + i (sub-block 2j + 1). The
+// two high bits of the quants of chunk t = 2u + v are in qh[j][u], byte 4r + i:
+// bits 2v..2v+1 those of the low-nibble quant, bits 4+2v..5+2v those of the
+// high-nibble one. scales[j][r] = (scale of sub-block 2j, of 2j + 1) of row r:
+// one sign-extending load gives the pairs a vpmaddwd with the activations'
+// sums per 16 needs. Same byte count as 8 ggml blocks.
+struct BlockQ6Kx8 {
+  uint8_t ql[8][4][4 * kRepackRows];   // [j][t][4r + i]
+  uint8_t qh[8][2][4 * kRepackRows];   // [j][u][4r + i]
+  int8_t scales[8][kRepackRows][2];    // [j][r][sub-block 2j, 2j + 1]
+  uint16_t d[kRepackRows];             // f16
+};
+
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ5_0x8) == 8 * sizeof(BlockQ5_0));
@@ -209,5 +244,7 @@ static_assert(sizeof(BlockQ5K) == 176);
 static_assert(sizeof(BlockQ6K) == 210);
 static_assert(sizeof(BlockQ8K) == 292);
 static_assert(offsetof(BlockQ6K, d) == 208);
+static_assert(sizeof(BlockQ4Kx8) == 1184 && offsetof(BlockQ4Kx8, qs) % 32 == 0);
+static_assert(sizeof(BlockQ6Kx8) == 8 * sizeof(BlockQ6K));
 
 }  // namespace tessera::ggml

@@ -60,7 +60,7 @@ class GgmlQuantizer final : public Quantizer {
             std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_, terms_));
       }
       if (!f32_activations_ && (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)) {
-        return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b), terms_));
+        return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_, terms_));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));
     } catch (const std::exception& e) {

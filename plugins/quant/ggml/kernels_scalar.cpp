@@ -2,6 +2,7 @@
 // against these; they are also what a CPU without AVX2 runs.
 #include "k_scales.hpp"
 #include "kernels.hpp"
+#include "kquant_groups.hpp"
 #include "reference.hpp"
 #include "tessera/half.hpp"
 
@@ -347,6 +348,8 @@ const KernelTable& scalar_kernel_table() {
       &nibble_group<BlockQ5_0x8, kRepackRows, true, false>,
       &nibble_group<BlockQ5_1x8, kRepackRows, true, true>,
       &quantize_row_q8_k,
+      &q4_kx8_scalar,
+      &q6_kx8_scalar,
   };
   return table;
 }

@@ -1,5 +1,7 @@
 // kquant_linear.cpp: the K-quant drivers, decode (one activation row) and
-// prefill (many) alike: tiles of 4 weight rows by up to 4 activation rows.
+// prefill (many) alike: repacked groups of 8 weight rows by up to 8
+// activation rows, and tiles of 4 by 4 on the ggml rows (Q5_K, the rows past
+// the last group).
 #include "kquant_linear.hpp"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "reference.hpp"
+#include "repack.hpp"
 #include "row_split.hpp"
 
 namespace tessera::ggml {
@@ -19,7 +22,7 @@ constexpr int64_t kXChunk = 64;
 }  // namespace
 
 KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
-                           std::vector<float> bias, ActivationTerms terms)
+                           std::vector<float> bias, bool repack, WeightArena* arena, ActivationTerms terms)
     : weights_(static_cast<const uint8_t*>(weights)),
       type_(type),
       out_(out_features),
@@ -31,6 +34,20 @@ KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features
     throw std::invalid_argument("KQuantLinear: not a K-quant type: " + std::string(dtype_name(type)));
   if (in_features % kSuperBlock != 0)
     throw std::invalid_argument("KQuantLinear: rows of " + std::to_string(in_features) + " are not whole super-blocks");
+  if (!repack || type == DType::q5_k) return;  // Q5_K has no repacked layout yet
+  repacked_rows_ = out_ / kRepackRows * kRepackRows;
+  if (repacked_rows_ == 0) return;
+  const int64_t nb = in_ / kSuperBlock;
+  group_bytes_ = static_cast<size_t>(nb) * (type == DType::q4_k ? sizeof(BlockQ4Kx8) : sizeof(BlockQ6Kx8));
+  const size_t bytes = static_cast<size_t>(repacked_rows_ / kRepackRows) * group_bytes_;
+  repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
+  if (type == DType::q4_k) {
+    repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(weights_), repacked_rows_, nb,
+                  reinterpret_cast<BlockQ4Kx8*>(repacked_.data));
+  } else {
+    repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(weights_), repacked_rows_, nb,
+                  reinterpret_cast<BlockQ6Kx8*>(repacked_.data));
+  }
 }
 
 KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
@@ -38,6 +55,30 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
     case DType::q4_k: return k.q4_k;
     case DType::q5_k: return k.q5_k;
     default: return k.q6_k;
+  }
+}
+
+KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
+  return type_ == DType::q4_k ? k.q4_kx8 : type_ == DType::q6_k ? k.q6_kx8 : nullptr;
+}
+
+void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
+                        int64_t y_stride) const {
+  const int64_t nb = in_ / kSuperBlock;
+  const KQuantGroupFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
+  const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;
+  const auto ys = static_cast<size_t>(y_stride);
+  int64_t r = r0;
+  for (; r < r1 && r + kRepackRows <= packed_end; r += kRepackRows) {
+    group(repacked_.data + (r / kRepackRows) * group_bytes_, nb, xq, static_cast<size_t>(nb), nx, y + (r - r0), ys);
+  }
+  const KQuantTileFn t = tile(k);
+  for (; r < r1; r += kMaxTileW) {
+    const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, r1 - r));
+    for (int x0 = 0; x0 < nx; x0 += kMaxTileX) {
+      t(weights_ + r * row_bytes_, row_bytes_, nw, xq + x0 * nb, static_cast<size_t>(nb), std::min(kMaxTileX, nx - x0),
+        nb, y + x0 * y_stride + (r - r0), ys);
+    }
   }
 }
 
@@ -60,22 +101,28 @@ void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t r
   }
 }
 
-void KQuantLinear::output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
+void KQuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
   output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end,
-                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(tile, n, dst, stride, b, e); });
+                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(k, n, dst, stride, b, e); });
 }
 
-void KQuantLinear::products(KQuantTileFn tile, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,
+void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,
                             int64_t r_end) const {
   const int64_t nb = in_ / kSuperBlock;
+  const BlockQ8K* xq = x_q8k_.data();
+  if (n_rows <= kMaxRepackX) {  // decode: each weight group is read once for every row (both terms)
+    rows(k, r_begin, r_end, xq, static_cast<int>(n_rows), y, y_stride);
+    return;
+  }
+  // Prefill: each weight group is read once per chunk of activation rows
+  // and used for all of them while it sits in L1/L2.
   for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
     const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-    for (int64_t r = r_begin; r < r_end; r += kMaxTileW) {
-      const int nw = static_cast<int>(std::min<int64_t>(kMaxTileW, r_end - r));
-      for (int64_t xi = x0; xi < x1; xi += kMaxTileX) {
-        const int nx = static_cast<int>(std::min<int64_t>(kMaxTileX, x1 - xi));
-        tile(weights_ + r * row_bytes_, row_bytes_, nw, x_q8k_.data() + xi * nb, static_cast<size_t>(nb), nx, nb,
-             y + xi * y_stride + (r - r_begin), static_cast<size_t>(y_stride));
+    for (int64_t r = r_begin; r < r_end; r += kRepackRows) {
+      const int64_t r1 = std::min(r_end, r + kRepackRows);
+      for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
+        const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
+        rows(k, r, r1, xq + xi * nb, nx, y + xi * y_stride + (r - r_begin), y_stride);
       }
     }
   }
@@ -86,12 +133,11 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml K-quant linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
-    const KQuantTileFn t = tile(k);
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
     forward_in_chunks(
-        x, y, n_rows, in_, out_, weight_bytes(), kMaxTileW,
+        x, y, n_rows, in_, out_, weight_bytes(), kRepackRows,
         [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
-        [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(t, rows, yc, b, e); });
+        [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
     return Status::Ok();
   });
 }
@@ -101,7 +147,7 @@ Status KQuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
   if (x == nullptr) return InvalidArgument("ggml K-quant linear: null input");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();
-    prepared_tile_ = tile(k);
+    kernels_ = &k;
     reserve_scratch(n_rows);
     quantize_rows(k, x, 0, n_rows);
     prepared_rows_ = n_rows;
@@ -110,8 +156,8 @@ Status KQuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
 }
 
 void KQuantLinear::compute(float* y, int64_t begin, int64_t end) noexcept {
-  if (prepared_tile_ == nullptr || prepared_rows_ <= 0 || y == nullptr) return;
-  output_range(prepared_tile_, prepared_rows_, y, std::clamp<int64_t>(begin, 0, out_), std::clamp<int64_t>(end, 0, out_));
+  if (kernels_ == nullptr || prepared_rows_ <= 0 || y == nullptr) return;
+  output_range(*kernels_, prepared_rows_, y, std::clamp<int64_t>(begin, 0, out_), std::clamp<int64_t>(end, 0, out_));
 }
 
 }  // namespace tessera::ggml

@@ -2,7 +2,8 @@
 // quantized domain: activations are quantized once per call to Q8_K (per 256
 // values: an f32 scale, 8-bit values, their sums per 16), then integer dot
 // products per super-block with the block's scales applied in f32
-// (KernelTable::q4_k, q5_k, q6_k). With one 8-bit term per block this is the
+// (KernelTable::q4_k, q5_k, q6_k; Q4_K and Q6_K repacked 8 rows at a time,
+// KernelTable::q4_kx8, q6_kx8). With one 8-bit term per block this is the
 // arithmetic llama.cpp uses for these formats; with two (activation_terms.hpp)
 // the second quantizes what the first left out. The f32 path (FloatLinear,
 // activations = "f32") stays available as the exact product.
@@ -16,6 +17,7 @@
 #include "kernels.hpp"
 #include "tessera/linear.hpp"
 #include "tessera/tensor.hpp"
+#include "weight_arena.hpp"
 
 namespace tessera::ggml {
 
@@ -23,28 +25,36 @@ class KQuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 256 super-blocks of `type`
   // (q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
+  // `repack`: copy Q4_K/Q6_K rows, 8 at a time, into BlockQ4Kx8/BlockQ6Kx8
+  // (blocks.hpp) in `arena` (nullptr: memory of this Linear's own); rows past
+  // the last whole group, and Q5_K, use the ggml layout in place.
   // `terms`: each activation block as one 8-bit term or two.
   KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias,
-               ActivationTerms terms = ActivationTerms::q8);
+               bool repack = true, WeightArena* arena = nullptr, ActivationTerms terms = ActivationTerms::q8);
 
   int64_t in_features() const noexcept override { return in_; }
   int64_t out_features() const noexcept override { return out_; }
   uint64_t weight_bytes() const noexcept override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   // The split (linear.hpp): prepare() quantizes every row on the calling
-  // thread; compute() takes ranges on multiples of the tile height.
+  // thread; compute() takes ranges on multiples of the repacked group (8 rows).
   bool splits() const noexcept override { return true; }
-  int64_t column_alignment() const noexcept override { return kMaxTileW; }
+  int64_t column_alignment() const noexcept override { return kRepackRows; }
   Status prepare(const float* x, int64_t n_rows) noexcept override;
   void compute(float* y, int64_t begin, int64_t end) noexcept override;
 
  private:
   KQuantTileFn tile(const KernelTable& k) const;
+  KQuantGroupFn group_kernel(const KernelTable& k) const;
+  // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
+  // rows of xq; activation row i's output r goes to y[i * y_stride + r - r0].
+  void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
+            int64_t y_stride) const;
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
-  void output_range(KQuantTileFn tile, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
+  void output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
   // Columns [r_begin, r_end) of the products of n quantized activation rows
   // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
-  void products(KQuantTileFn tile, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
+  void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
   void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
   void reserve_scratch(int64_t n_rows);
 
@@ -54,9 +64,12 @@ class KQuantLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
+  WeightArena::Slice repacked_;  // [repacked_rows_ / 8, in / 256] BlockQ4Kx8 or BlockQ6Kx8, or empty
+  int64_t repacked_rows_ = 0;    // rows held in repacked_
+  size_t group_bytes_ = 0;       // bytes of one repacked group of 8 rows
   int64_t terms_;                     // 8-bit terms per activation block: 1 or 2
   std::vector<BlockQ8K> x_q8k_;       // [n_rows, terms, in / 256] quantized activations; grows, never shrinks
-  KQuantTileFn prepared_tile_ = nullptr;  // chosen by the last prepare()
+  const KernelTable* kernels_ = nullptr;  // chosen by the last prepare()
   int64_t prepared_rows_ = 0;
 };
 

@@ -15,6 +15,7 @@
 
 #include "kquant_linear.hpp"
 #include "reference.hpp"
+#include "repack.hpp"
 #include "ggml_testing.hpp"
 
 namespace tessera::ggml {
@@ -184,13 +185,96 @@ TEST_P(KQuantLevel, TilesMatchScalar) {
   }
 }
 
+// Q4_K and Q6_K repacked 8 rows at a time (BlockQ4Kx8, BlockQ6Kx8): the
+// scalar group kernel against the f64 sum of the ggml rows it was repacked
+// from (so a wrong repacking or a wrong kernel shows), and every SIMD level
+// against the scalar group kernel bit for bit (KQuantGroupFn fixes the f32
+// steps). Second group of two, every activation count up to kMaxRepackX.
+std::vector<uint8_t> repack_kquant(DType type, const std::vector<uint8_t>& w, int64_t rows, int64_t nb) {
+  const size_t group = type == DType::q4_k ? sizeof(BlockQ4Kx8) : sizeof(BlockQ6Kx8);
+  std::vector<uint8_t> packed(rows / kRepackRows * nb * group);
+  if (type == DType::q4_k) {
+    repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(w.data()), rows, nb, reinterpret_cast<BlockQ4Kx8*>(packed.data()));
+  } else {
+    repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(w.data()), rows, nb, reinterpret_cast<BlockQ6Kx8*>(packed.data()));
+  }
+  return packed;
+}
+
+KQuantGroupFn group_of(const KernelTable& k, DType type) { return type == DType::q4_k ? k.q4_kx8 : k.q6_kx8; }
+
+TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& simd = *kernels_for(GetParam());
+  const KernelTable& ref = scalar_kernel_table();
+  constexpr int kRows = 2 * kRepackRows;
+  for (DType type : {DType::q4_k, DType::q6_k}) {
+    ASSERT_NE(group_of(simd, type), nullptr) << simd.name;
+    for (int64_t nb : {1, 2, 6}) {
+      const int64_t cols = nb * kSuperBlock;
+      const auto w = make_kquant_rows(type, kRows, cols, static_cast<uint32_t>(nb * 11));
+      const auto x = make_q8k_rows(kMaxRepackX, cols, static_cast<uint32_t>(nb * 13));
+      const auto packed = repack_kquant(type, w, kRows, nb);
+      const uint8_t* second = packed.data() + packed.size() / 2;
+      const size_t row_bytes = dtype_row_bytes(type, cols);
+      for (int nx = 1; nx <= kMaxRepackX; ++nx) {
+        std::vector<float> want(kMaxRepackX * kRepackRows), got(kMaxRepackX * kRepackRows);
+        group_of(ref, type)(second, nb, x.data(), nb, nx, want.data(), kRepackRows);
+        group_of(simd, type)(second, nb, x.data(), nb, nx, got.data(), kRepackRows);
+        for (int xi = 0; xi < nx; ++xi) {
+          for (int r = 0; r < kRepackRows; ++r) {
+            const int i = xi * kRepackRows + r;
+            double dot, abs_sum;
+            f64_dot(type, w.data() + (kRepackRows + r) * row_bytes, x.data() + xi * nb, nb, &dot, &abs_sum);
+            EXPECT_NEAR(want[i], dot, 1e-5 * abs_sum + 1e-6) << dtype_name(type) << " nb=" << nb << " (" << xi << "," << r << ")";
+            EXPECT_EQ(got[i], want[i]) << simd.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " (" << xi
+                                       << "," << r << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every quant and scale at its maximum against activations of -128 (the
+// largest magnitude Q8_K holds): the 16-bit run sums reach their bounds
+// (kquant_groups_avx2.cpp), and any that wrapped would show at once.
+TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  constexpr int64_t nb = 3;
+  for (DType type : {DType::q4_k, DType::q6_k}) {
+    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+      std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
+      for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
+        testing::set_kquant_scales(type, w.data() + b * dtype_info(type).block_bytes, 1.0f, 0.0f);
+      if (type == DType::q6_k) {  // scales of 127 rather than 0xFF's -1
+        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
+          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
+      }
+      std::vector<BlockQ8K> x(kMaxRepackX * nb);
+      for (auto& blk : x) {
+        blk.d = 1.0f;
+        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
+        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
+      }
+      const auto packed = repack_kquant(type, w, kRepackRows, nb);
+      std::vector<float> y(kMaxRepackX * kRepackRows);
+      group_of(k, type)(packed.data(), nb, x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
+      // Q4_K: 63 * 15 * q per element; Q6_K: 127 * (63 - 32) * q. Exact in f32.
+      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : 127.0 * 31 * q;
+      for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
 
 // Against an f64 product of the dequantized weights and the unquantized
 // activations: the error is the activations' rounding to 8 bits (half a step
 // of max|x| / 127 over each 256, plus margin) and f32 summation.
 TEST(KQuantLinear, ForwardMatchesTheF64Product) {
-  constexpr int64_t kOut = 23, kIn = 2 * kSuperBlock;  // 5 tiles of 4 and a partial one
+  constexpr int64_t kOut = 23, kIn = 2 * kSuperBlock;  // two repacked groups of 8 (Q4_K, Q6_K), then tiles of 4 and 3
   for (DType type : kKQuants) {
     const auto w = make_kquant_rows(type, kOut, kIn, 21);
     std::vector<float> wf(kOut * kIn);

@@ -80,7 +80,7 @@ std::unique_ptr<Linear> make(DType type, const std::vector<uint8_t>& w, int64_t 
 std::unique_ptr<Linear> make_quantized(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
                                        std::vector<float> bias, ActivationTerms terms, bool repack = true) {
   if (dtype_info(type).block_elems == kSuperBlock)
-    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::move(bias), terms);
+    return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::move(bias), repack, nullptr, terms);
   return std::make_unique<QuantLinear>(w.data(), type, out, in, std::move(bias), repack, nullptr, terms);
 }
 

@@ -1,0 +1,74 @@
+// kquant_groups_scalar.cpp: the reference kernels of the repacked K-quant
+// groups, read element by element from the layouts of blocks.hpp. The f32
+// steps are the ones every level takes (KQuantGroupFn), so the SIMD levels
+// must give these bits exactly.
+#include <cmath>
+
+#include "kquant_groups.hpp"
+#include "tessera/half.hpp"
+
+namespace tessera::ggml {
+
+void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  const auto* g = static_cast<const BlockQ4Kx8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    float acc[kRepackRows] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4Kx8& w = g[b];
+      const BlockQ8K& xb = x[xi * x_row_blocks + b];
+      for (int r = 0; r < kRepackRows; ++r) {
+        int32_t isum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+          int32_t s = 0;
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t byte = w.qs[j][t][4 * r + i];
+              s += (byte & 0x0F) * xb.qs[32 * j + 4 * t + i] + (byte >> 4) * xb.qs[32 * j + 16 + 4 * t + i];
+            }
+          }
+          isum += w.scales[j][r] * s;
+          msum += w.mins[j][r] * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+        }
+        acc[r] = std::fma(f16_to_f32(w.d[r]) * xb.d, static_cast<float>(isum), acc[r]);
+        acc[r] = std::fma(-(f16_to_f32(w.dmin[r]) * xb.d), static_cast<float>(msum), acc[r]);
+      }
+    }
+    for (int r = 0; r < kRepackRows; ++r) y[xi * y_stride + r] = acc[r];
+  }
+}
+
+void q6_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  const auto* g = static_cast<const BlockQ6Kx8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    float acc[kRepackRows] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6Kx8& w = g[b];
+      const BlockQ8K& xb = x[xi * x_row_blocks + b];
+      for (int r = 0; r < kRepackRows; ++r) {
+        int32_t isum = 0, offset = 0;  // w = d * sc * (q - 32): isum - 32 * offset
+        for (int j = 0; j < 8; ++j) {
+          int32_t sa = 0, sb = 0;  // sub-blocks 2j and 2j + 1
+          for (int t = 0; t < 4; ++t) {
+            const int v = t % 2;
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t low = w.ql[j][t][4 * r + i], high = w.qh[j][t / 2][4 * r + i];
+              const int qa = (low & 0x0F) | ((high >> (2 * v)) & 3) << 4;
+              const int qb = (low >> 4) | ((high >> (4 + 2 * v)) & 3) << 4;
+              sa += qa * xb.qs[32 * j + 4 * t + i];
+              sb += qb * xb.qs[32 * j + 16 + 4 * t + i];
+            }
+          }
+          const int sc_a = w.scales[j][r][0], sc_b = w.scales[j][r][1];
+          isum += sc_a * sa + sc_b * sb;
+          offset += sc_a * xb.bsums[2 * j] + sc_b * xb.bsums[2 * j + 1];
+        }
+        acc[r] = std::fma(f16_to_f32(w.d[r]) * xb.d, static_cast<float>(isum - 32 * offset), acc[r]);
+      }
+    }
+    for (int r = 0; r < kRepackRows; ++r) y[xi * y_stride + r] = acc[r];
+  }
+}
+
+}  // namespace tessera::ggml

@@ -1,0 +1,82 @@
+// repack_kquant.cpp: 8 rows of Q4_K / Q6_K super-blocks into BlockQ4Kx8 /
+// BlockQ6Kx8 (layouts in blocks.hpp). Run once per weight at load.
+#include <cstring>
+
+#include "k_scales.hpp"
+#include "repack.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+// Quant e (0..255) of a ggml Q4_K block: sub-block j = e / 32 is the low
+// (j even) or high nibbles of qs[32 (j / 2) ..].
+int q4_k_quant(const BlockQ4K& b, int e) {
+  const int j = e / 32, p = e % 32;
+  const uint8_t byte = b.qs[32 * (j / 2) + p];
+  return j % 2 == 0 ? byte & 0x0F : byte >> 4;
+}
+
+// Quant e (0..63) of a ggml Q6_K block: half h of 128, quarter k of 32, l
+// within it: low bits from ql[64h + 32 (k & 1) + l] (low nibble for k < 2),
+// high bits from bits 2k..2k+1 of qh[32h + l].
+int q6_k_quant(const BlockQ6K& b, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  const uint8_t low = b.ql[64 * h + 32 * (k & 1) + l];
+  const int lo4 = k < 2 ? low & 0x0F : low >> 4;
+  const int hi2 = (b.qh[32 * h + l] >> (2 * k)) & 3;
+  return lo4 | hi2 << 4;
+}
+
+}  // namespace
+
+void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst) {
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4Kx8& out = dst[g * nb + b];
+      for (int r = 0; r < kRepackRows; ++r) {
+        const BlockQ4K& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        out.dmin[r] = in.dmin;
+        uint8_t sc[8], mn[8];
+        unpack_k4_scales(in.scales, sc, mn);
+        for (int j = 0; j < 8; ++j) {
+          out.scales[j][r] = sc[j];
+          out.mins[j][r] = mn[j];
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const int lo = q4_k_quant(in, 32 * j + 4 * t + i), hi = q4_k_quant(in, 32 * j + 16 + 4 * t + i);
+              out.qs[j][t][4 * r + i] = static_cast<uint8_t>(lo | hi << 4);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void repack_q6_kx8(const BlockQ6K* src, int64_t rows, int64_t nb, BlockQ6Kx8* dst) {
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ6Kx8& out = dst[g * nb + b];
+      std::memset(out.qh, 0, sizeof out.qh);
+      for (int r = 0; r < kRepackRows; ++r) {
+        const BlockQ6K& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        for (int j = 0; j < 8; ++j) {
+          out.scales[j][r][0] = in.scales[2 * j];
+          out.scales[j][r][1] = in.scales[2 * j + 1];
+          for (int t = 0; t < 4; ++t) {
+            const int v = t % 2;
+            for (int i = 0; i < 4; ++i) {
+              const int a = q6_k_quant(in, 32 * j + 4 * t + i), c = q6_k_quant(in, 32 * j + 16 + 4 * t + i);
+              out.ql[j][t][4 * r + i] = static_cast<uint8_t>((a & 0x0F) | (c & 0x0F) << 4);
+              out.qh[j][t / 2][4 * r + i] |= static_cast<uint8_t>((a >> 4) << (2 * v) | (c >> 4) << (4 + 2 * v));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tessera::ggml
