@@ -147,6 +147,7 @@ BENCHMARK(BM_MatVec<DType::q5_0>)
     ->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q5_k>)->Apply(kmix_args)->UseRealTime();
 
 // Fixed cost of one forward on a tiny matrix: quantizing x, the (skipped or
 // entered) parallel region, the tile loop.
@@ -254,7 +255,7 @@ void BM_KQuantPrefill(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(active_kernels().level)));
 }
 BENCHMARK(BM_KQuantPrefill)
-    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k)},
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q5_k), static_cast<int64_t>(DType::q6_k)},
                    {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(best_isa_level())},
                    {1, 2}})
     ->ArgNames({"type", "level", "terms"})

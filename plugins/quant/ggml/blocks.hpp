@@ -209,6 +209,18 @@ struct BlockQ4Kx8 {
   uint8_t qs[8][4][4 * kRepackRows];   // [j][t][4r + i]
 };
 
+// Q5_K: BlockQ4Kx8 and the fifth bits: bit t of byte 4r + i of qh[j] is bit 4
+// of chunk t's low-nibble quant (32j + 4t + i of row r), bit 4 + t that of its
+// high-nibble quant (32j + 16 + 4t + i). 1440 bytes against 8 x 176 = 1408.
+struct BlockQ5Kx8 {
+  uint16_t d[kRepackRows];             // f16
+  uint16_t dmin[kRepackRows];          // f16
+  uint8_t scales[8][kRepackRows];      // [j][r] 0..63
+  uint8_t mins[8][kRepackRows];        // [j][r] 0..63
+  uint8_t qs[8][4][4 * kRepackRows];   // [j][t][4r + i], as BlockQ4Kx8
+  uint8_t qh[8][4 * kRepackRows];      // [j][4r + i]
+};
+
 // Q6_K: run j is sub-blocks 2j (its first 16 elements) and 2j + 1. Low four
 // bits as in Q4_K: chunk t of ql[j], low nibble of byte 4r + i = quant 32j + 4t + i
 // (sub-block 2j), high nibble = quant 32j + 16 + 4t + i (sub-block 2j + 1). The
@@ -246,5 +258,6 @@ static_assert(sizeof(BlockQ8K) == 292);
 static_assert(offsetof(BlockQ6K, d) == 208);
 static_assert(sizeof(BlockQ4Kx8) == 1184 && offsetof(BlockQ4Kx8, qs) % 32 == 0);
 static_assert(sizeof(BlockQ6Kx8) == 8 * sizeof(BlockQ6K));
+static_assert(sizeof(BlockQ5Kx8) == 1440 && offsetof(BlockQ5Kx8, qs) == offsetof(BlockQ4Kx8, qs));
 
 }  // namespace tessera::ggml

@@ -75,12 +75,12 @@ using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x,
 using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks,
                               int nx, int64_t nb, float* y, size_t y_stride);
 
-// Repacked K-quant group (BlockQ4Kx8, BlockQ6Kx8) of 8 rows of nb
+// Repacked K-quant group (BlockQ4Kx8, BlockQ5Kx8, BlockQ6Kx8) of 8 rows of nb
 // super-blocks against nx <= kMaxRepackX activation rows of nb Q8_K blocks
 // (x_row_blocks apart): y[xi * y_stride + r] = dot(row r, activation row xi).
 // Integer sums per super-block are exact; per super-block and row,
 //   acc = fma(d * dx, isum, acc), then Q4_K's acc = fma(-(dmin * dx), msum, acc),
-// in f32 in that order at every level, so all levels give the same bits.
+// (Q4_K, Q5_K) in f32 in that order at every level, so all levels give the same bits.
 using KQuantGroupFn = void (*)(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                                float* y, size_t y_stride);
 
@@ -132,6 +132,7 @@ struct KernelTable {
   // The repacked K-quant groups (every level; the AVX-512 levels use AVX2's).
   KQuantGroupFn q4_kx8;
   KQuantGroupFn q6_kx8;
+  KQuantGroupFn q5_kx8;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

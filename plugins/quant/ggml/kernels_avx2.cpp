@@ -561,7 +561,7 @@ const KernelTable& avx2_kernel_table() {
       &kquant_tile<K4Format<false>>, &kquant_tile<K4Format<true>>, &kquant_tile<K6Format>,
       nullptr, nullptr,  // the 16-row Q5 layouts need AVX-512 VNNI
       repack::q5_0x8, repack::q5_1x8, &quantize_q8_k,
-      &q4_kx8_avx2, &q6_kx8_avx2,
+      &q4_kx8_avx2, &q6_kx8_avx2, &q5_kx8_avx2,
   };
   return table;
 }

@@ -350,6 +350,7 @@ const KernelTable& scalar_kernel_table() {
       &quantize_row_q8_k,
       &q4_kx8_scalar,
       &q6_kx8_scalar,
+      &q5_kx8_scalar,
   };
   return table;
 }

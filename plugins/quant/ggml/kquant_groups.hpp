@@ -13,9 +13,13 @@ namespace tessera::ggml {
 
 void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                    size_t y_stride);
+void q5_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride);
 void q6_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                    size_t y_stride);
 void q4_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                 size_t y_stride);
+void q5_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                  size_t y_stride);
 void q6_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                  size_t y_stride);

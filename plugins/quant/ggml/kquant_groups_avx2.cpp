@@ -111,6 +111,62 @@ void q4_k_fixed(const BlockQ4Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
+// Q5_K: Q4_K's loop with the fifth bits ORed in, and i16 sums over two
+// chunks at a time (a vpmaddubsw lane reaches 2 * 31 * 128: four fit).
+template <int NX>
+void q5_k_fixed(const BlockQ5Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  __m256 acc[NX];
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ5Kx8& w = g[b];
+    const BlockQ8K* xb[NX];
+    __m256i isum[NX], msum[NX];
+    for (int xi = 0; xi < NX; ++xi) {
+      xb[xi] = x + xi * x_row_blocks + b;
+      isum[xi] = msum[xi] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; ++j) {
+      prefetch_part(&w + 2, j);
+      const __m256i qh = load32(w.qh[j]);
+      const __m256i scale = spread_rows(w.scales[j]);
+#pragma GCC unroll 1
+      for (int t0 = 0; t0 < 4; t0 += 2) {
+        __m256i run[NX];
+        for (int t = t0; t < t0 + 2; ++t) {
+          const __m256i v = load32(w.qs[j][t]);
+          // Bit t of qh to bit 4 for the low nibbles, bit 4 + t for the high ones.
+          const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4),
+                                             _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)), bit4));
+          const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4),
+                                             _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(t)), bit4));
+          for (int xi = 0; xi < NX; ++xi) {
+            const int8_t* q = xb[xi]->qs + 32 * j + 4 * t;
+            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(q)),
+                                               _mm256_maddubs_epi16(hi, broadcast4(q + 16)));
+            run[xi] = t == t0 ? p : _mm256_add_epi16(run[xi], p);
+          }
+        }
+        for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
+      }
+    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; ++j) {
+      const __m256i min = spread_rows(w.mins[j]);
+      for (int xi = 0; xi < NX; ++xi)
+        msum[xi] = _mm256_add_epi32(msum[xi], _mm256_madd_epi16(min, broadcast4(xb[xi]->bsums + 2 * j)));
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.dmin)));
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m256 dx = _mm256_set1_ps(xb[xi]->d);
+      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[xi]), acc[xi]);
+      acc[xi] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(msum[xi]), acc[xi]);
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
 template <int NX>
 void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
@@ -186,8 +242,10 @@ void in_tiles(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blo
 }
 
 using Q4Fixed = void (*)(const BlockQ4Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
+using Q5Fixed = void (*)(const BlockQ5Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
 using Q6Fixed = void (*)(const BlockQ6Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
 constexpr Q4Fixed kQ4Fixed[kGroupTileX] = {q4_k_fixed<1>, q4_k_fixed<2>, q4_k_fixed<3>, q4_k_fixed<4>};
+constexpr Q5Fixed kQ5Fixed[kGroupTileX] = {q5_k_fixed<1>, q5_k_fixed<2>, q5_k_fixed<3>, q5_k_fixed<4>};
 constexpr Q6Fixed kQ6Fixed[kGroupTileX] = {q6_k_fixed<1>, q6_k_fixed<2>, q6_k_fixed<3>, q6_k_fixed<4>};
 
 }  // namespace
@@ -195,6 +253,11 @@ constexpr Q6Fixed kQ6Fixed[kGroupTileX] = {q6_k_fixed<1>, q6_k_fixed<2>, q6_k_fi
 void q4_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                  size_t y_stride) {
   in_tiles<BlockQ4Kx8, kQ4Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q5_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                 size_t y_stride) {
+  in_tiles<BlockQ5Kx8, kQ5Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
 }
 
 void q6_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,

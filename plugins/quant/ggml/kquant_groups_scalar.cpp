@@ -9,13 +9,29 @@
 
 namespace tessera::ggml {
 
-void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
-                   size_t y_stride) {
-  const auto* g = static_cast<const BlockQ4Kx8*>(group);
+namespace {
+
+// Quant of row r, chunk t, element i of run j: the low (high = false) or
+// high nibble, and for Q5_K bit t (or 4 + t) of qh[j][4r + i] as bit 4.
+int k4_quant(const BlockQ4Kx8& w, int j, int t, int r, int i, bool high) {
+  const uint8_t byte = w.qs[j][t][4 * r + i];
+  return high ? byte >> 4 : byte & 0x0F;
+}
+int k4_quant(const BlockQ5Kx8& w, int j, int t, int r, int i, bool high) {
+  const uint8_t byte = w.qs[j][t][4 * r + i];
+  const int fifth = (w.qh[j][4 * r + i] >> (high ? 4 + t : t)) & 1;
+  return (high ? byte >> 4 : byte & 0x0F) | fifth << 4;
+}
+
+// Q4_K and Q5_K: x = d * sc * q - dmin * mn per run of 32.
+template <typename Group>
+void k4_groups(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+               size_t y_stride) {
+  const auto* g = static_cast<const Group*>(group);
   for (int xi = 0; xi < nx; ++xi) {
     float acc[kRepackRows] = {};
     for (int64_t b = 0; b < nb; ++b) {
-      const BlockQ4Kx8& w = g[b];
+      const Group& w = g[b];
       const BlockQ8K& xb = x[xi * x_row_blocks + b];
       for (int r = 0; r < kRepackRows; ++r) {
         int32_t isum = 0, msum = 0;
@@ -23,8 +39,8 @@ void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_ro
           int32_t s = 0;
           for (int t = 0; t < 4; ++t) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = w.qs[j][t][4 * r + i];
-              s += (byte & 0x0F) * xb.qs[32 * j + 4 * t + i] + (byte >> 4) * xb.qs[32 * j + 16 + 4 * t + i];
+              s += k4_quant(w, j, t, r, i, false) * xb.qs[32 * j + 4 * t + i] +
+                   k4_quant(w, j, t, r, i, true) * xb.qs[32 * j + 16 + 4 * t + i];
             }
           }
           isum += w.scales[j][r] * s;
@@ -36,6 +52,18 @@ void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_ro
     }
     for (int r = 0; r < kRepackRows; ++r) y[xi * y_stride + r] = acc[r];
   }
+}
+
+}  // namespace
+
+void q4_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  k4_groups<BlockQ4Kx8>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q5_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  k4_groups<BlockQ5Kx8>(group, nb, x, x_row_blocks, nx, y, y_stride);
 }
 
 void q6_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,

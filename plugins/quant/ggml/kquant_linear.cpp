@@ -1,7 +1,6 @@
 // kquant_linear.cpp: the K-quant drivers, decode (one activation row) and
 // prefill (many) alike: repacked groups of 8 weight rows by up to 8
-// activation rows, and tiles of 4 by 4 on the ggml rows (Q5_K, the rows past
-// the last group).
+// activation rows, and tiles of 4 by 4 on the ggml rows past the last group.
 #include "kquant_linear.hpp"
 
 #include <algorithm>
@@ -34,16 +33,22 @@ KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features
     throw std::invalid_argument("KQuantLinear: not a K-quant type: " + std::string(dtype_name(type)));
   if (in_features % kSuperBlock != 0)
     throw std::invalid_argument("KQuantLinear: rows of " + std::to_string(in_features) + " are not whole super-blocks");
-  if (!repack || type == DType::q5_k) return;  // Q5_K has no repacked layout yet
+  if (!repack) return;
   repacked_rows_ = out_ / kRepackRows * kRepackRows;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kSuperBlock;
-  group_bytes_ = static_cast<size_t>(nb) * (type == DType::q4_k ? sizeof(BlockQ4Kx8) : sizeof(BlockQ6Kx8));
+  const size_t block_bytes = type == DType::q4_k   ? sizeof(BlockQ4Kx8)
+                            : type == DType::q5_k ? sizeof(BlockQ5Kx8)
+                                                  : sizeof(BlockQ6Kx8);
+  group_bytes_ = static_cast<size_t>(nb) * block_bytes;
   const size_t bytes = static_cast<size_t>(repacked_rows_ / kRepackRows) * group_bytes_;
   repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
   if (type == DType::q4_k) {
     repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(weights_), repacked_rows_, nb,
                   reinterpret_cast<BlockQ4Kx8*>(repacked_.data));
+  } else if (type == DType::q5_k) {
+    repack_q5_kx8(reinterpret_cast<const BlockQ5K*>(weights_), repacked_rows_, nb,
+                  reinterpret_cast<BlockQ5Kx8*>(repacked_.data));
   } else {
     repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(weights_), repacked_rows_, nb,
                   reinterpret_cast<BlockQ6Kx8*>(repacked_.data));
@@ -59,7 +64,7 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
 }
 
 KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
-  return type_ == DType::q4_k ? k.q4_kx8 : type_ == DType::q6_k ? k.q6_kx8 : nullptr;
+  return type_ == DType::q4_k ? k.q4_kx8 : type_ == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
 }
 
 void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,

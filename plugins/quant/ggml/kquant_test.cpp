@@ -185,30 +185,36 @@ TEST_P(KQuantLevel, TilesMatchScalar) {
   }
 }
 
-// Q4_K and Q6_K repacked 8 rows at a time (BlockQ4Kx8, BlockQ6Kx8): the
+// The K-quants repacked 8 rows at a time (BlockQ4Kx8, BlockQ5Kx8, BlockQ6Kx8): the
 // scalar group kernel against the f64 sum of the ggml rows it was repacked
 // from (so a wrong repacking or a wrong kernel shows), and every SIMD level
 // against the scalar group kernel bit for bit (KQuantGroupFn fixes the f32
 // steps). Second group of two, every activation count up to kMaxRepackX.
 std::vector<uint8_t> repack_kquant(DType type, const std::vector<uint8_t>& w, int64_t rows, int64_t nb) {
-  const size_t group = type == DType::q4_k ? sizeof(BlockQ4Kx8) : sizeof(BlockQ6Kx8);
+  const size_t group = type == DType::q4_k   ? sizeof(BlockQ4Kx8)
+                       : type == DType::q5_k ? sizeof(BlockQ5Kx8)
+                                             : sizeof(BlockQ6Kx8);
   std::vector<uint8_t> packed(rows / kRepackRows * nb * group);
   if (type == DType::q4_k) {
     repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(w.data()), rows, nb, reinterpret_cast<BlockQ4Kx8*>(packed.data()));
+  } else if (type == DType::q5_k) {
+    repack_q5_kx8(reinterpret_cast<const BlockQ5K*>(w.data()), rows, nb, reinterpret_cast<BlockQ5Kx8*>(packed.data()));
   } else {
     repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(w.data()), rows, nb, reinterpret_cast<BlockQ6Kx8*>(packed.data()));
   }
   return packed;
 }
 
-KQuantGroupFn group_of(const KernelTable& k, DType type) { return type == DType::q4_k ? k.q4_kx8 : k.q6_kx8; }
+KQuantGroupFn group_of(const KernelTable& k, DType type) {
+  return type == DType::q4_k ? k.q4_kx8 : type == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
+}
 
 TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& simd = *kernels_for(GetParam());
   const KernelTable& ref = scalar_kernel_table();
   constexpr int kRows = 2 * kRepackRows;
-  for (DType type : {DType::q4_k, DType::q6_k}) {
+  for (DType type : kKQuants) {
     ASSERT_NE(group_of(simd, type), nullptr) << simd.name;
     for (int64_t nb : {1, 2, 6}) {
       const int64_t cols = nb * kSuperBlock;
@@ -243,7 +249,7 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
-  for (DType type : {DType::q4_k, DType::q6_k}) {
+  for (DType type : kKQuants) {
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
       for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
@@ -261,8 +267,8 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
       const auto packed = repack_kquant(type, w, kRepackRows, nb);
       std::vector<float> y(kMaxRepackX * kRepackRows);
       group_of(k, type)(packed.data(), nb, x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
-      // Q4_K: 63 * 15 * q per element; Q6_K: 127 * (63 - 32) * q. Exact in f32.
-      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : 127.0 * 31 * q;
+      // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: 127 * (63 - 32) * q. Exact in f32.
+      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : type == DType::q5_k ? 63.0 * 31 * q : 127.0 * 31 * q;
       for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
     }
   }
@@ -274,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_l
 // activations: the error is the activations' rounding to 8 bits (half a step
 // of max|x| / 127 over each 256, plus margin) and f32 summation.
 TEST(KQuantLinear, ForwardMatchesTheF64Product) {
-  constexpr int64_t kOut = 23, kIn = 2 * kSuperBlock;  // two repacked groups of 8 (Q4_K, Q6_K), then tiles of 4 and 3
+  constexpr int64_t kOut = 23, kIn = 2 * kSuperBlock;  // two repacked groups of 8, then tiles of 4 and 3
   for (DType type : kKQuants) {
     const auto w = make_kquant_rows(type, kOut, kIn, 21);
     std::vector<float> wf(kOut * kIn);

@@ -23,6 +23,7 @@ void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst);
 // K-quants, `rows` a multiple of 8 (repack_kquant.cpp): dst holds rows / 8
 // groups of nb repacked super-blocks.
 void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst);
+void repack_q5_kx8(const BlockQ5K* src, int64_t rows, int64_t nb, BlockQ5Kx8* dst);
 void repack_q6_kx8(const BlockQ6K* src, int64_t rows, int64_t nb, BlockQ6Kx8* dst);
 
 }  // namespace tessera::ggml

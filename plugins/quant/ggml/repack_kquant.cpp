@@ -1,5 +1,5 @@
-// repack_kquant.cpp: 8 rows of Q4_K / Q6_K super-blocks into BlockQ4Kx8 /
-// BlockQ6Kx8 (layouts in blocks.hpp). Run once per weight at load.
+// repack_kquant.cpp: 8 rows of Q4_K / Q5_K / Q6_K super-blocks into
+// BlockQ4Kx8 / BlockQ5Kx8 / BlockQ6Kx8 (layouts in blocks.hpp). Run once per weight at load.
 #include <cstring>
 
 #include "k_scales.hpp"
@@ -14,6 +14,14 @@ int q4_k_quant(const BlockQ4K& b, int e) {
   const int j = e / 32, p = e % 32;
   const uint8_t byte = b.qs[32 * (j / 2) + p];
   return j % 2 == 0 ? byte & 0x0F : byte >> 4;
+}
+
+// Quant e (0..31) of a ggml Q5_K block: Q4_K's nibble, and bit j of qh[e % 32] as bit 4.
+int q5_k_quant(const BlockQ5K& b, int e) {
+  const int j = e / 32, p = e % 32;
+  const uint8_t byte = b.qs[32 * (j / 2) + p];
+  const int low = j % 2 == 0 ? byte & 0x0F : byte >> 4;
+  return low | ((b.qh[p] >> j) & 1) << 4;
 }
 
 // Quant e (0..63) of a ggml Q6_K block: half h of 128, quarter k of 32, l
@@ -46,6 +54,33 @@ void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* ds
             for (int i = 0; i < 4; ++i) {
               const int lo = q4_k_quant(in, 32 * j + 4 * t + i), hi = q4_k_quant(in, 32 * j + 16 + 4 * t + i);
               out.qs[j][t][4 * r + i] = static_cast<uint8_t>(lo | hi << 4);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void repack_q5_kx8(const BlockQ5K* src, int64_t rows, int64_t nb, BlockQ5Kx8* dst) {
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ5Kx8& out = dst[g * nb + b];
+      std::memset(out.qh, 0, sizeof out.qh);
+      for (int r = 0; r < kRepackRows; ++r) {
+        const BlockQ5K& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        out.dmin[r] = in.dmin;
+        uint8_t sc[8], mn[8];
+        unpack_k4_scales(in.scales, sc, mn);
+        for (int j = 0; j < 8; ++j) {
+          out.scales[j][r] = sc[j];
+          out.mins[j][r] = mn[j];
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const int lo = q5_k_quant(in, 32 * j + 4 * t + i), hi = q5_k_quant(in, 32 * j + 16 + 4 * t + i);
+              out.qs[j][t][4 * r + i] = static_cast<uint8_t>((lo & 0x0F) | (hi & 0x0F) << 4);
+              out.qh[j][4 * r + i] |= static_cast<uint8_t>((lo >> 4) << t | (hi >> 4) << (4 + t));
             }
           }
         }
