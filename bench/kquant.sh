@@ -52,25 +52,7 @@ threads=${THREADS:-2}
 gen=${GEN:-128}
 decode_prompt=${DECODE_PROMPT:-16}
 prefill=${PREFILL:-512}
-read -r -a activations <<< "${ACTIVATIONS:-}"
-((${#activations[@]})) || activations=(default)
-tessera=${TESSERA:-${TESSERA_BUILD_DIR:-build}/bin/tessera}
-llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
-
-keys=("$@")
-((${#keys[@]})) || read -r -a keys <<< "${MODELS:-1.5b 0.5b q4_k_m q5_k_m q6_k}"
-models=()
-for key in "${keys[@]}"; do
-  case ${key,,} in
-    1.5b) models+=(models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf) ;;
-    0.5b) models+=(models/qwen2.5-coder-0.5b-instruct-q5_0.gguf) ;;
-    q4_k_m) models+=(models/SmolLM2-135M-Instruct.Q4_K_M.gguf) ;;
-    q5_k_m) models+=(models/SmolLM2-135M-Instruct.Q5_K_M.gguf) ;;
-    q6_k) models+=(models/SmolLM2-135M-Instruct.Q6_K.gguf) ;;
-    *.gguf) models+=("$key") ;;
-    *) echo "error: unknown model '$key' (1.5b, 0.5b, q4_k_m, q5_k_m, q6_k or a .gguf path)" >&2; exit 2 ;;
-  esac
-done
+source bench/kquant_models.sh  # models, activations, tessera, llama
 for f in "$tessera" "$llama/llama-bench" "${models[@]}"; do
   [[ -e $f ]] || { echo "error: $f is missing (scripts/build.sh, tools/llama-cpp-reference/build.sh," \
                         "scripts/fetch-qwen-pair.sh, scripts/make-kquant-models.sh)" >&2; exit 1; }
