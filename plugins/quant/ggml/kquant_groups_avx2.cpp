@@ -58,13 +58,73 @@ inline void prefetch_part(const Group* next, int j) {
   for (int l = 0; l < kPerRun; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
 }
 
-template <int NX>
-void q4_k_fixed(const BlockQ4Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
+// Q4_K: the 8 chunks of run j summed in i16 (eight vpmaddubsw lanes of at
+// most 2 * 15 * 128 fit), then one vpmaddwd with the rows' scales.
+struct Q4Runs {
+  using Group = BlockQ4Kx8;
+  template <int NX>
+  static void add_run(const Group& w, int j, const BlockQ8K* const* xb, __m256i* isum) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i run[NX];  // i16: row r's products of run j in lanes 2r, 2r + 1
+    for (int xi = 0; xi < NX; ++xi) run[xi] = _mm256_setzero_si256();
+    // Not unrolled: unrolled, GCC computed every product of the run first
+    // and spilled them (30% of the instructions were stack moves).
+#pragma GCC unroll 1
+    for (int t = 0; t < 4; ++t) {
+      const __m256i v = load32(w.qs[j][t]);
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      for (int xi = 0; xi < NX; ++xi) {
+        const int8_t* q = xb[xi]->qs + 32 * j + 4 * t;
+        run[xi] = _mm256_add_epi16(run[xi], _mm256_maddubs_epi16(lo, broadcast4(q)));
+        run[xi] = _mm256_add_epi16(run[xi], _mm256_maddubs_epi16(hi, broadcast4(q + 16)));
+      }
+    }
+    const __m256i scale = spread_rows(w.scales[j]);
+    for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
+  }
+};
+
+// Q5_K: Q4_K's chunks with the fifth bits ORed in, and i16 sums over two
+// chunks at a time (a vpmaddubsw lane reaches 2 * 31 * 128: four fit).
+struct Q5Runs {
+  using Group = BlockQ5Kx8;
+  template <int NX>
+  static void add_run(const Group& w, int j, const BlockQ8K* const* xb, __m256i* isum) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    const __m256i qh = load32(w.qh[j]);
+    const __m256i scale = spread_rows(w.scales[j]);
+#pragma GCC unroll 1
+    for (int t0 = 0; t0 < 4; t0 += 2) {
+      __m256i run[NX];
+      for (int t = t0; t < t0 + 2; ++t) {
+        const __m256i v = load32(w.qs[j][t]);
+        // Bit t of qh to bit 4 for the low nibbles, bit 4 + t for the high ones.
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4),
+                                           _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)), bit4));
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4),
+                                           _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(t)), bit4));
+        for (int xi = 0; xi < NX; ++xi) {
+          const int8_t* q = xb[xi]->qs + 32 * j + 4 * t;
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(q)),
+                                             _mm256_maddubs_epi16(hi, broadcast4(q + 16)));
+          run[xi] = t == t0 ? p : _mm256_add_epi16(run[xi], p);
+        }
+      }
+      for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
+    }
+  }
+};
+
+// Q4_K and Q5_K (x = d * sc * q - dmin * mn): Runs::add_run sums each run
+// of 32 with its scales; the minimums and the f32 close are shared.
+template <typename Runs, int NX>
+void k4_fixed(const typename Runs::Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y,
+              size_t y_stride) {
   __m256 acc[NX];
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4Kx8& w = g[b];
+    const auto& w = g[b];
     const BlockQ8K* xb[NX];
     __m256i isum[NX], msum[NX];
     for (int xi = 0; xi < NX; ++xi) {
@@ -73,86 +133,14 @@ void q4_k_fixed(const BlockQ4Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
     }
     for (int j = 0; j < 8; ++j) {
       prefetch_part(&w + 2, j);
-      __m256i run[NX];  // i16: row r's products of run j in lanes 2r, 2r + 1
-      for (int xi = 0; xi < NX; ++xi) run[xi] = _mm256_setzero_si256();
-      // Not unrolled: unrolled, GCC computed every product of the run first
-      // and spilled them (30% of the instructions were stack moves).
-#pragma GCC unroll 1
-      for (int t = 0; t < 4; ++t) {
-        const __m256i v = load32(w.qs[j][t]);
-        const __m256i lo = _mm256_and_si256(v, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        for (int xi = 0; xi < NX; ++xi) {
-          const int8_t* q = xb[xi]->qs + 32 * j + 4 * t;
-          run[xi] = _mm256_add_epi16(run[xi], _mm256_maddubs_epi16(lo, broadcast4(q)));
-          run[xi] = _mm256_add_epi16(run[xi], _mm256_maddubs_epi16(hi, broadcast4(q + 16)));
-        }
-      }
-      const __m256i scale = spread_rows(w.scales[j]);
-      for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
+      Runs::template add_run<NX>(w, j, xb, isum);
     }
     // The minimums in a loop of their own: inside the one above, their sums
     // took the registers the run sums need (spills: 10% slower).
-    #pragma GCC unroll 1
+#pragma GCC unroll 1
     for (int j = 0; j < 8; ++j) {
       const __m256i min = spread_rows(w.mins[j]);
       // bsums 2j and 2j + 1 (the run's two groups of 16) in the pair lanes.
-      for (int xi = 0; xi < NX; ++xi)
-        msum[xi] = _mm256_add_epi32(msum[xi], _mm256_madd_epi16(min, broadcast4(xb[xi]->bsums + 2 * j)));
-    }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.dmin)));
-    for (int xi = 0; xi < NX; ++xi) {
-      const __m256 dx = _mm256_set1_ps(xb[xi]->d);
-      acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[xi]), acc[xi]);
-      acc[xi] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(msum[xi]), acc[xi]);
-    }
-  }
-  for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
-}
-
-// Q5_K: Q4_K's loop with the fifth bits ORed in, and i16 sums over two
-// chunks at a time (a vpmaddubsw lane reaches 2 * 31 * 128: four fit).
-template <int NX>
-void q5_k_fixed(const BlockQ5Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  __m256 acc[NX];
-  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5Kx8& w = g[b];
-    const BlockQ8K* xb[NX];
-    __m256i isum[NX], msum[NX];
-    for (int xi = 0; xi < NX; ++xi) {
-      xb[xi] = x + xi * x_row_blocks + b;
-      isum[xi] = msum[xi] = _mm256_setzero_si256();
-    }
-    for (int j = 0; j < 8; ++j) {
-      prefetch_part(&w + 2, j);
-      const __m256i qh = load32(w.qh[j]);
-      const __m256i scale = spread_rows(w.scales[j]);
-#pragma GCC unroll 1
-      for (int t0 = 0; t0 < 4; t0 += 2) {
-        __m256i run[NX];
-        for (int t = t0; t < t0 + 2; ++t) {
-          const __m256i v = load32(w.qs[j][t]);
-          // Bit t of qh to bit 4 for the low nibbles, bit 4 + t for the high ones.
-          const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4),
-                                             _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)), bit4));
-          const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4),
-                                             _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(t)), bit4));
-          for (int xi = 0; xi < NX; ++xi) {
-            const int8_t* q = xb[xi]->qs + 32 * j + 4 * t;
-            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(q)),
-                                               _mm256_maddubs_epi16(hi, broadcast4(q + 16)));
-            run[xi] = t == t0 ? p : _mm256_add_epi16(run[xi], p);
-          }
-        }
-        for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
-      }
-    }
-#pragma GCC unroll 1
-    for (int j = 0; j < 8; ++j) {
-      const __m256i min = spread_rows(w.mins[j]);
       for (int xi = 0; xi < NX; ++xi)
         msum[xi] = _mm256_add_epi32(msum[xi], _mm256_madd_epi16(min, broadcast4(xb[xi]->bsums + 2 * j)));
     }
@@ -244,8 +232,10 @@ void in_tiles(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blo
 using Q4Fixed = void (*)(const BlockQ4Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
 using Q5Fixed = void (*)(const BlockQ5Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
 using Q6Fixed = void (*)(const BlockQ6Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
-constexpr Q4Fixed kQ4Fixed[kGroupTileX] = {q4_k_fixed<1>, q4_k_fixed<2>, q4_k_fixed<3>, q4_k_fixed<4>};
-constexpr Q5Fixed kQ5Fixed[kGroupTileX] = {q5_k_fixed<1>, q5_k_fixed<2>, q5_k_fixed<3>, q5_k_fixed<4>};
+constexpr Q4Fixed kQ4Fixed[kGroupTileX] = {k4_fixed<Q4Runs, 1>, k4_fixed<Q4Runs, 2>, k4_fixed<Q4Runs, 3>,
+                                           k4_fixed<Q4Runs, 4>};
+constexpr Q5Fixed kQ5Fixed[kGroupTileX] = {k4_fixed<Q5Runs, 1>, k4_fixed<Q5Runs, 2>, k4_fixed<Q5Runs, 3>,
+                                           k4_fixed<Q5Runs, 4>};
 constexpr Q6Fixed kQ6Fixed[kGroupTileX] = {q6_k_fixed<1>, q6_k_fixed<2>, q6_k_fixed<3>, q6_k_fixed<4>};
 
 }  // namespace
