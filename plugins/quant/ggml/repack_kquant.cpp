@@ -8,20 +8,46 @@
 namespace tessera::ggml {
 namespace {
 
-// Quant e (0..255) of a ggml Q4_K block: sub-block j = e / 32 is the low
-// (j even) or high nibbles of qs[32 (j / 2) ..].
-int q4_k_quant(const BlockQ4K& b, int e) {
-  const int j = e / 32, p = e % 32;
-  const uint8_t byte = b.qs[32 * (j / 2) + p];
-  return j % 2 == 0 ? byte & 0x0F : byte >> 4;
-}
-
-// Quant e (0..31) of a ggml Q5_K block: Q4_K's nibble, and bit j of qh[e % 32] as bit 4.
-int q5_k_quant(const BlockQ5K& b, int e) {
+// Quant e (0..255) of a ggml Q4_K or Q5_K block: sub-block j = e / 32 is
+// the low (j even) or high nibbles of qs[32 (j / 2) ..]; Q5_K adds bit j of
+// qh[e % 32] as bit 4.
+template <typename Block>
+int k4_quant(const Block& b, int e) {
   const int j = e / 32, p = e % 32;
   const uint8_t byte = b.qs[32 * (j / 2) + p];
   const int low = j % 2 == 0 ? byte & 0x0F : byte >> 4;
-  return low | ((b.qh[p] >> j) & 1) << 4;
+  if constexpr (requires { b.qh; }) return low | ((b.qh[p] >> j) & 1) << 4;
+  return low;
+}
+
+// Q4_K / Q5_K rows into BlockQ4Kx8 / BlockQ5Kx8 (the latter with its fifth bits).
+template <typename Block, typename Group>
+void repack_k4_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
+  constexpr bool kFifthBits = requires(Group& out) { out.qh; };
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      Group& out = dst[g * nb + b];
+      if constexpr (kFifthBits) std::memset(out.qh, 0, sizeof out.qh);
+      for (int r = 0; r < kRepackRows; ++r) {
+        const Block& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        out.dmin[r] = in.dmin;
+        uint8_t sc[8], mn[8];
+        unpack_k4_scales(in.scales, sc, mn);
+        for (int j = 0; j < 8; ++j) {
+          out.scales[j][r] = sc[j];
+          out.mins[j][r] = mn[j];
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const int lo = k4_quant(in, 32 * j + 4 * t + i), hi = k4_quant(in, 32 * j + 16 + 4 * t + i);
+              out.qs[j][t][4 * r + i] = static_cast<uint8_t>((lo & 0x0F) | (hi & 0x0F) << 4);
+              if constexpr (kFifthBits) out.qh[j][4 * r + i] |= static_cast<uint8_t>((lo >> 4) << t | (hi >> 4) << (4 + t));
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // Quant e (0..63) of a ggml Q6_K block: half h of 128, quarter k of 32, l
@@ -38,55 +64,11 @@ int q6_k_quant(const BlockQ6K& b, int e) {
 }  // namespace
 
 void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst) {
-  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4Kx8& out = dst[g * nb + b];
-      for (int r = 0; r < kRepackRows; ++r) {
-        const BlockQ4K& in = src[(g * kRepackRows + r) * nb + b];
-        out.d[r] = in.d;
-        out.dmin[r] = in.dmin;
-        uint8_t sc[8], mn[8];
-        unpack_k4_scales(in.scales, sc, mn);
-        for (int j = 0; j < 8; ++j) {
-          out.scales[j][r] = sc[j];
-          out.mins[j][r] = mn[j];
-          for (int t = 0; t < 4; ++t) {
-            for (int i = 0; i < 4; ++i) {
-              const int lo = q4_k_quant(in, 32 * j + 4 * t + i), hi = q4_k_quant(in, 32 * j + 16 + 4 * t + i);
-              out.qs[j][t][4 * r + i] = static_cast<uint8_t>(lo | hi << 4);
-            }
-          }
-        }
-      }
-    }
-  }
+  repack_k4_rows(src, rows, nb, dst);
 }
 
 void repack_q5_kx8(const BlockQ5K* src, int64_t rows, int64_t nb, BlockQ5Kx8* dst) {
-  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      BlockQ5Kx8& out = dst[g * nb + b];
-      std::memset(out.qh, 0, sizeof out.qh);
-      for (int r = 0; r < kRepackRows; ++r) {
-        const BlockQ5K& in = src[(g * kRepackRows + r) * nb + b];
-        out.d[r] = in.d;
-        out.dmin[r] = in.dmin;
-        uint8_t sc[8], mn[8];
-        unpack_k4_scales(in.scales, sc, mn);
-        for (int j = 0; j < 8; ++j) {
-          out.scales[j][r] = sc[j];
-          out.mins[j][r] = mn[j];
-          for (int t = 0; t < 4; ++t) {
-            for (int i = 0; i < 4; ++i) {
-              const int lo = q5_k_quant(in, 32 * j + 4 * t + i), hi = q5_k_quant(in, 32 * j + 16 + 4 * t + i);
-              out.qs[j][t][4 * r + i] = static_cast<uint8_t>((lo & 0x0F) | (hi & 0x0F) << 4);
-              out.qh[j][4 * r + i] |= static_cast<uint8_t>((lo >> 4) << t | (hi >> 4) << (4 + t));
-            }
-          }
-        }
-      }
-    }
-  }
+  repack_k4_rows(src, rows, nb, dst);
 }
 
 void repack_q6_kx8(const BlockQ6K* src, int64_t rows, int64_t nb, BlockQ6Kx8* dst) {
