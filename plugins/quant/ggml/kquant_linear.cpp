@@ -12,13 +12,6 @@
 #include "row_split.hpp"
 
 namespace tessera::ggml {
-namespace {
-
-// Activation rows per chunk: the chunk's Q8_K rows (64 x 1536 values: ~110
-// KiB) stay in L2 while every weight tile of the thread's range passes by.
-constexpr int64_t kXChunk = 64;
-
-}  // namespace
 
 KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
                            std::vector<float> bias, bool repack, WeightArena* arena, ActivationTerms terms)
@@ -114,23 +107,9 @@ void KQuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, 
 void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,
                             int64_t r_end) const {
   const int64_t nb = in_ / kSuperBlock;
-  const BlockQ8K* xq = x_q8k_.data();
-  if (n_rows <= kMaxRepackX) {  // decode: each weight group is read once for every row (both terms)
-    rows(k, r_begin, r_end, xq, static_cast<int>(n_rows), y, y_stride);
-    return;
-  }
-  // Prefill: each weight group is read once per chunk of activation rows
-  // and used for all of them while it sits in L1/L2.
-  for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
-    const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-    for (int64_t r = r_begin; r < r_end; r += kRepackRows) {
-      const int64_t r1 = std::min(r_end, r + kRepackRows);
-      for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
-        const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
-        rows(k, r, r1, xq + xi * nb, nx, y + xi * y_stride + (r - r_begin), y_stride);
-      }
-    }
-  }
+  products_in_groups(n_rows, r_begin, r_end, kRepackRows, kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
+    rows(k, r0, r1, x_q8k_.data() + x0 * nb, nx, y + x0 * y_stride + (r0 - r_begin), y_stride);
+  });
 }
 
 Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {

@@ -12,10 +12,6 @@
 namespace tessera::ggml {
 namespace {
 
-// Activation rows per L2-sized chunk in prefill: 64 rows of up to 1536
-// features as Q8_1 is ~110 KiB, reused from cache by every weight tile.
-constexpr int64_t kXChunk = 64;
-
 QuantTileFn tile_for(const KernelTable& k, DType type) {
   switch (type) {
     case DType::q4_0: return k.q4_0;
@@ -174,23 +170,10 @@ void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_
   const int64_t nb = in_ / kBlock;
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  if (n <= kMaxRepackX) {  // decode: every group kernel call takes all the rows (both terms) at once
-    rows(k, r_begin, r_end, xq, xs, static_cast<int>(n), y, y_stride);
-    return;
-  }
-  // Each weight group is read once per chunk of activation rows and used
-  // for all of them while it sits in L1.
-  for (int64_t x0 = 0; x0 < n; x0 += kXChunk) {
-    const int64_t x1 = std::min(n, x0 + kXChunk);
-    for (int64_t r = r_begin; r < r_end; r += group_rows_) {
-      const int64_t r1 = std::min(r_end, r + group_rows_);
-      for (int64_t xi = x0; xi < x1; xi += kMaxRepackX) {
-        const int nx = static_cast<int>(std::min<int64_t>(kMaxRepackX, x1 - xi));
-        rows(k, r, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx, y + xi * y_stride + (r - r_begin),
-             y_stride);
-      }
-    }
-  }
+  products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
+    rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx, y + x0 * y_stride + (r0 - r_begin),
+         y_stride);
+  });
 }
 
 void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
