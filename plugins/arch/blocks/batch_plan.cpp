@@ -9,7 +9,8 @@ Status BatchPlan::plan(const Batch& batch, const SequenceMemory& memory, const B
   const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
   if (n_rows == 0 || batch.seqs.empty()) return InvalidArgument("batch: empty batch");
   if (n_rows > INT32_MAX) return InvalidArgument("batch: batch of " + std::to_string(n_rows) + " tokens is too large");
-  if (limits.block_size <= 0) return InvalidArgument("batch: the KV cache reports block size " + std::to_string(limits.block_size));
+  if (limits.block_size < 0) return InvalidArgument("batch: the KV cache reports block size " + std::to_string(limits.block_size));
+  const bool attention_layers = limits.block_size > 0;
 
   row_pos.assign(static_cast<size_t>(n_rows), -1);
   row_seq.assign(static_cast<size_t>(n_rows), -1);
@@ -41,8 +42,8 @@ Status BatchPlan::plan(const Batch& batch, const SequenceMemory& memory, const B
       return InvalidArgument(who() + "the memory holds " + std::to_string(memory.length(bs.seq)) +
                              " slots but the batch needs " + std::to_string(end) +
                              " (reserve them with append_slots first)");
-    const std::span<const int32_t> table = memory.block_table(bs.seq);
-    if (static_cast<int64_t>(table.size()) * limits.block_size < end)
+    const std::span<const int32_t> table = attention_layers ? memory.block_table(bs.seq) : std::span<const int32_t>{};
+    if (attention_layers && static_cast<int64_t>(table.size()) * limits.block_size < end)
       return Internal(who() + "block table covers " + std::to_string(table.size()) + " blocks of " +
                       std::to_string(limits.block_size) + ", fewer than its " +
                       std::to_string(end) + " slots");
@@ -59,8 +60,10 @@ Status BatchPlan::plan(const Batch& batch, const SequenceMemory& memory, const B
       row_pos[r] = bs.n_past + i;
     }
     max_position = std::max(max_position, static_cast<int32_t>(end - 1));
-    tables.push_back(table);
-    attention.push_back(AttentionSeq{table, bs.n_past, bs.n_tokens, bs.token_offset});
+    if (attention_layers) {
+      tables.push_back(table);
+      attention.push_back(AttentionSeq{table, bs.n_past, bs.n_tokens, bs.token_offset});
+    }
     for (int32_t i = bs.n_tokens - bs.n_logits; i < bs.n_tokens; ++i) logit_rows.push_back(bs.token_offset + i);
   }
   for (int64_t r = 0; r < n_rows; ++r)

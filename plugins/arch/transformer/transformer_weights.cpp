@@ -3,11 +3,14 @@
 #include <string>
 
 #include "tessera/blocks/tensor_checks.hpp"
+#include "tessera/blocks/weight_loading.hpp"
 
 namespace tessera::transformer {
 
 using blocks::expect_optional_tensor;
 using blocks::expect_tensor;
+using blocks::load_vector;
+using blocks::make_linear;
 
 namespace {
 
@@ -33,31 +36,6 @@ Status check_all_shapes(const WeightStore& w, const ModelConfig& c) {
     TESSERA_RETURN_IF_ERROR(expect_tensor(w, blk(l, "ffn_down.weight"), {d, ff}));
   }
   return Status::Ok();
-}
-
-// A Linear for `weight` (+ `bias` when present), double-checked against the
-// expected dimensions in case a quant plugin interprets the shape differently.
-Status make_linear(ModelBuilder& b, const std::string& weight, const std::string& bias,
-                   int64_t out_features, int64_t in_features, std::unique_ptr<Linear>& out,
-                   uint64_t& weight_bytes) {
-  auto made = b.linear(weight, bias);
-  if (!made.ok()) return made.status();
-  if (made.value() == nullptr) return Internal("the model builder returned no Linear for " + weight);
-  std::unique_ptr<Linear> lin = std::move(made).value();
-  if (lin->out_features() != out_features || lin->in_features() != in_features)
-    return Internal(b.weights().source() + ": the Linear made for " + weight + " is [" +
-                    std::to_string(lin->out_features()) + ", " + std::to_string(lin->in_features()) +
-                    "], expected [" + std::to_string(out_features) + ", " +
-                    std::to_string(in_features) + "]");
-  weight_bytes += lin->weight_bytes();
-  out = std::move(lin);
-  return Status::Ok();
-}
-
-Status load_vector(ModelBuilder& b, const std::string& name, int64_t n, std::vector<float>& out) {
-  const TensorRef* t = b.weights().find(name);  // presence and shape checked already
-  out.assign(static_cast<size_t>(n), 0.0f);
-  return b.dequantize(*t, out.data());
 }
 
 }  // namespace

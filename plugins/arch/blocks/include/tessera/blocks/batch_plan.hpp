@@ -1,5 +1,6 @@
 // tessera/blocks/batch_plan.hpp: checks a Batch against the model and the memory, and lays
-// out per-row bookkeeping for one forward of a model with attention layers.
+// out per-row bookkeeping for one forward: positions, sequences, the rows whose
+// logits are asked, and for a model with attention layers the block tables.
 // Pure host logic; no kernels.
 //
 // Rows are the batch's tokens in batch.tokens order; a sequence's rows are
@@ -17,7 +18,8 @@ namespace tessera::blocks {
 struct BatchLimits {
   int64_t vocab = 0;        // token ids must lie in [0, vocab)
   int64_t max_context = 0;  // n_past + n_tokens must not exceed it
-  int32_t block_size = 0;   // of the memory's attention pools
+  int32_t block_size = 0;   // of the memory's attention pools; 0 for a model without
+                            // attention layers (no block tables are read then)
 };
 
 // Vectors are cleared and refilled on each plan(), so their capacity is reused
@@ -25,8 +27,8 @@ struct BatchLimits {
 struct BatchPlan {
   std::vector<int32_t> row_pos;                    // [n_rows] position of each token
   std::vector<int32_t> row_seq;                    // [n_rows] index into batch.seqs
-  std::vector<std::span<const int32_t>> tables;    // [n_seqs] block table per batch.seqs entry
-  std::vector<AttentionSeq> attention;             // [n_seqs] what the attention kernel reads
+  std::vector<std::span<const int32_t>> tables;    // [n_seqs] block table per batch.seqs entry (attention models)
+  std::vector<AttentionSeq> attention;             // [n_seqs] what the attention kernel reads (attention models)
   std::vector<int32_t> logit_rows;                 // [batch.logit_rows()] rows whose logits are asked, in output order
                                                    // (each sequence's last n_logits rows)
   int32_t max_position = -1;                       // largest position in the batch
