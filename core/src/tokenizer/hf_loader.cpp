@@ -2,7 +2,12 @@
 //
 // Supported: model "BPE" with a ByteLevel pre-tokenizer (GPT-2, Llama 3,
 // Qwen2, SmolLM, ...), pre-tokenizers ByteLevel / Split(Isolated) / Digits /
-// Sequence, merges as "a b" strings or ["a", "b"] pairs, added_tokens.
+// Sequence, merges as "a b" strings or ["a", "b"] pairs, added_tokens; and
+// SentencePiece BPE models as transformers converts them (byte_fallback,
+// spaces as U+2581 by a Prepend/Replace normalizer or a Metaspace
+// pre-tokenizer), run by the SentencePiece encoder with merge ranks as scores.
+#include <unordered_map>
+
 #include <nlohmann/json.hpp>
 
 #include "io/read_file.hpp"
@@ -81,6 +86,62 @@ Status collect_pre_tokenizer(const Ctx& ctx, const json& node, std::vector<std::
     return Status::Ok();
   }
   return Unsupported(ctx.source + ": pre-tokenizer type '" + type + "' is not supported");
+}
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+// The text rules of a SentencePiece model in tokenizer.json: spaces become
+// U+2581 and (unless the scheme says never) one is put before the text; no
+// other normalizer or pre-tokenizer is accepted. Sets add_space_prefix.
+Status read_sentencepiece_text_rules(const Ctx& ctx, const json& root, TokenizerSpec& spec) {
+  bool prepend = false, replace = false;
+  const auto normalizer_step = [&](const json& n) -> Status {
+    const std::string type = n.is_object() ? n.value("type", std::string("?")) : "?";
+    if (type == "Prepend" && n.value("prepend", std::string()) == kSpaceMark) return prepend = true, Status::Ok();
+    if (type == "Replace" && n.value("content", std::string()) == kSpaceMark && n.contains("pattern") &&
+        n["pattern"].is_object() && n["pattern"].value("String", std::string()) == " ")
+      return replace = true, Status::Ok();
+    return Unsupported(ctx.source + ": normalizer '" + type + "' of a SentencePiece tokenizer is not supported");
+  };
+  if (root.contains("normalizer") && !root["normalizer"].is_null()) {
+    const json& n = root["normalizer"];
+    if (n.is_object() && n.value("type", std::string()) == "Sequence" && n.contains("normalizers") &&
+        n["normalizers"].is_array()) {
+      for (const auto& step : n["normalizers"]) TESSERA_RETURN_IF_ERROR(normalizer_step(step));
+    } else {
+      TESSERA_RETURN_IF_ERROR(normalizer_step(n));
+    }
+  }
+  if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
+    const json& p = root["pre_tokenizer"];
+    if (!p.is_object() || p.value("type", std::string()) != "Metaspace" ||
+        p.value("replacement", std::string()) != kSpaceMark || p.value("split", false))
+      return Unsupported(ctx.source + ": a SentencePiece tokenizer's pre-tokenizer must be a Metaspace that does "
+                         "not split");
+    replace = true;
+    const std::string scheme = p.value("prepend_scheme", std::string(p.value("add_prefix_space", true) ? "always" : "never"));
+    prepend = prepend || scheme != "never";
+  }
+  if (!replace) return Unsupported(ctx.source + ": a byte-fallback BPE tokenizer must mark spaces with U+2581");
+  spec.add_space_prefix = prepend;
+  return Status::Ok();
+}
+
+// SentencePiece's encoder merges the adjacent pair whose merged piece scores
+// highest; BPE applies the lowest-ranked merge first. A merged piece scores
+// -(rank + 1) of the first merge making it, so both choose the same pair.
+void scores_from_merge_ranks(TokenizerSpec& spec) {
+  std::unordered_map<std::string, size_t> id_of;
+  for (size_t i = 0; i < spec.tokens.size(); ++i) {
+    id_of.emplace(spec.tokens[i].text, i);
+    const std::string& t = spec.tokens[i].text;
+    if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t.back() == '>') spec.tokens[i].type = TokenType::byte;
+  }
+  for (size_t rank = spec.merges.size(); rank-- > 0;) {
+    const auto it = id_of.find(spec.merges[rank].first + spec.merges[rank].second);
+    if (it != id_of.end()) spec.tokens[it->second].score = -static_cast<float>(rank + 1);
+  }
+  spec.merges.clear();
 }
 
 // A token named in tokenizer_config.json: a string or {"content": string}.
@@ -173,22 +234,29 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
     spec.ignore_merges = false;
   }
 
-  // Normalizers would change the text before splitting; NFC is accepted
-  // because byte-level vocabularies (Qwen2) use it only as a no-op safeguard
-  // for already-composed text, as llama.cpp also assumes.
-  if (root.contains("normalizer") && !root["normalizer"].is_null()) {
-    const std::string n = root["normalizer"].value("type", std::string("?"));
-    if (n != "NFC") return Unsupported(source + ": normalizer '" + n + "' is not supported");
+  const bool sentencepiece = model.value("byte_fallback", false);
+  if (sentencepiece) {
+    spec.kind = TokenizerKind::spm;
+    TESSERA_RETURN_IF_ERROR(read_sentencepiece_text_rules(ctx, root, spec));
+    scores_from_merge_ranks(spec);
+  } else {
+    // Normalizers would change the text before splitting; NFC is accepted
+    // because byte-level vocabularies (Qwen2) use it only as a no-op safeguard
+    // for already-composed text, as llama.cpp also assumes.
+    if (root.contains("normalizer") && !root["normalizer"].is_null()) {
+      const std::string n = root["normalizer"].value("type", std::string("?"));
+      if (n != "NFC") return Unsupported(source + ": normalizer '" + n + "' is not supported");
+    }
+    bool byte_level = false;
+    if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
+      TESSERA_RETURN_IF_ERROR(collect_pre_tokenizer(ctx, root["pre_tokenizer"], spec.pre_regexes, byte_level));
+    }
+    if (!byte_level) {
+      return Unsupported(source + ": only byte-level BPE (a ByteLevel pre-tokenizer) is supported; "
+                         "convert SentencePiece models to GGUF instead");
+    }
+    spec.pre = spec.pre_regexes.empty() ? "none" : "";
   }
-  bool byte_level = false;
-  if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
-    TESSERA_RETURN_IF_ERROR(collect_pre_tokenizer(ctx, root["pre_tokenizer"], spec.pre_regexes, byte_level));
-  }
-  if (!byte_level) {
-    return Unsupported(source + ": only byte-level BPE (a ByteLevel pre-tokenizer) is supported; "
-                       "convert SentencePiece models to GGUF instead");
-  }
-  spec.pre = spec.pre_regexes.empty() ? "none" : "";
 
   // Which token texts are which: tokenizer_config.json, then the model's unk_token.
   const auto id_of = [&](const std::string& text) -> std::optional<int32_t> {
@@ -198,6 +266,7 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
     return std::nullopt;
   };
   if (model.contains("unk_token") && model["unk_token"].is_string()) spec.unk_id = id_of(model["unk_token"]);
+  if (sentencepiece && spec.unk_id) spec.tokens[static_cast<size_t>(*spec.unk_id)].type = TokenType::unknown;
   if (!config_json.empty()) {
     const std::string config_source = source + " (tokenizer_config.json)";
     auto config = parse_json(config_json, config_source);
@@ -239,7 +308,8 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
       }
     }
   }
-  spec.add_bos = spec.add_bos.value_or(false);
+  // transformers' LlamaTokenizer adds BOS unless told otherwise; byte-level BPE tokenizers do not.
+  spec.add_bos = spec.add_bos.value_or(sentencepiece);
   return spec;
 }
 

@@ -129,6 +129,51 @@ TEST(TokenizerJson, BadInputIsAClearError) {
   expect_error(tiny_json(false), "bos_token '<nope>' is not in the vocabulary", json{{"bos_token", "<nope>"}});
 }
 
+// A SentencePiece BPE model as transformers writes it to tokenizer.json:
+// byte fallback, spaces as U+2581, merges whose ranks decide the pieces.
+json sentencepiece_json(bool metaspace) {
+  const std::string sp = "\xE2\x96\x81";
+  json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {sp, 3}, {"a", 4}, {"b", 5},
+                {sp + "a", 6}, {"ab", 7}, {sp + "ab", 8}, {"<0x63>", 9}};
+  json merges = json::array({sp + " a", "a b", sp + "a b"});
+  json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
+                       {"unk_token", "<unk>"}}},
+            {"added_tokens", json::array({json{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+                                          json{{"id", 1}, {"content", "<s>"}, {"special", true}},
+                                          json{{"id", 2}, {"content", "</s>"}, {"special", true}}})}};
+  if (metaspace) {
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", sp}, {"prepend_scheme", "first"}, {"split", false}};
+  } else {
+    j["normalizer"] = {{"type", "Sequence"},
+                       {"normalizers", json::array({json{{"type", "Prepend"}, {"prepend", sp}},
+                                                    json{{"type", "Replace"}, {"pattern", {{"String", " "}}},
+                                                         {"content", sp}}})}};
+    j["pre_tokenizer"] = nullptr;
+  }
+  return j;
+}
+
+TEST(TokenizerJson, SentencePieceBpeMergesByRankWithByteFallback) {
+  for (bool metaspace : {false, true}) {
+    auto tok = load(sentencepiece_json(metaspace), json{{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    // "ab" -> "▁ab": rank 0 makes "▁a" before rank 1 could make "ab", then rank 2 "▁ab"; BOS first.
+    EXPECT_EQ(tok->encode("ab"), (Ids{1, 8})) << "metaspace " << metaspace;
+    // "ba": no merge applies; "c" is not a piece, so its byte.
+    EXPECT_EQ(tok->encode("bac"), (Ids{1, 3, 5, 4, 9})) << "metaspace " << metaspace;
+    EXPECT_EQ(tok->decode(Ids{8, 3, 5}), "ab b");
+  }
+}
+
+TEST(TokenizerJson, SentencePieceWithOtherNormalizersIsRefused) {
+  json j = sentencepiece_json(false);
+  j["normalizer"]["normalizers"].push_back(json{{"type", "NFKC"}});
+  auto spec = tokenizer_spec_from_hf_json(j.dump(), "", "test/tokenizer.json");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("NFKC"), std::string::npos) << spec.status().message();
+}
+
 TEST(TokenizerJson, MissingFileIsNotFound) {
   auto r = load_tokenizer_json("/nonexistent/tokenizer.json");
   ASSERT_FALSE(r.ok());
