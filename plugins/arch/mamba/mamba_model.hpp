@@ -1,0 +1,69 @@
+// mamba_model.hpp: Mamba-1 and Mamba-2 as a tessera::Model.
+//
+// One forward runs every token of the batch through the layers together, so
+// each projection matrix is read once per step and a prompt's projections
+// are matrix products over all its tokens (not one token at a time):
+//   x = embed(tokens)
+//   per layer: x += out_proj(mixer(rms_norm(x)))
+//   logits = output(rms_norm(x))   (only for the rows the batch asks for)
+// Only the convolution and the scan walk each sequence's tokens in order,
+// from the state its memory holds (ssm.hpp); their work is split over
+// sequences and channels (heads), so sequences of different lengths share a
+// step and none's result depends on the others.
+//
+// Memory per layer and sequence (SequenceStateSpec, recurrent): part 0 the
+// convolution window [d_conv - 1, conv_channels], part 1 the SSM state
+// (Mamba-1 [d_inner, d_state], Mamba-2 [n_head, head_dim, d_state]); a
+// fixed size, whatever the sequence's length.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mamba_config.hpp"
+#include "mamba_weights.hpp"
+#include "tessera/architecture.hpp"
+#include "tessera/blocks/batch_plan.hpp"
+
+namespace tessera::mamba {
+
+Result<std::unique_ptr<Model>> build_mamba(ModelBuilder& builder) noexcept;
+
+class MambaModel final : public Model {
+ public:
+  MambaModel(MambaConfig config, MambaWeights weights);
+
+  int64_t vocab_size() const noexcept override { return config_.vocab; }
+  SequenceStateSpec state_spec() const noexcept override { return {config_.max_context, memory_}; }
+  Status forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept override;
+  uint64_t weight_bytes() const noexcept override { return weights_.weight_bytes; }
+
+ private:
+  Status run(const Batch& batch, SequenceMemory& memory, float* logits);
+  Status gather_states(const Batch& batch, SequenceMemory& memory, int32_t layer);
+  void convolve(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
+  Status mix_mamba1(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
+  void mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
+
+  // Per-step buffers, grown to the largest batch seen and then reused.
+  struct Scratch {
+    std::vector<float> residual;  // [n, n_embd]
+    std::vector<float> normed;    // [n, n_embd]
+    std::vector<float> proj;      // [n, in_proj_width]: in_proj's output
+    std::vector<float> conv;      // [n, conv_channels]: after the convolution and SiLU
+    std::vector<float> xdbc;      // Mamba-1: [n, dt_rank + 2 d_state]: x_proj's output
+    std::vector<float> dt_in;     // Mamba-1: [n, dt_rank]
+    std::vector<float> dt;        // Mamba-1: [n, d_inner]: dt_proj's output
+    std::vector<float> y;         // [n, d_inner]: the mixer's gated output
+    void ensure(const MambaConfig& c, int64_t n_rows);
+  };
+
+  MambaConfig config_;
+  MambaWeights weights_;
+  std::vector<LayerMemorySpec> memory_;  // [n_layer], recurrent
+  blocks::BatchPlan plan_;
+  std::vector<RecurrentStateView> states_;  // [n_seqs] of the layer being run
+  Scratch scratch_;
+};
+
+}  // namespace tessera::mamba

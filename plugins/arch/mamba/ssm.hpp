@@ -1,0 +1,82 @@
+// ssm.hpp: the recurrent pieces of a Mamba mixer, for one sequence's tokens
+// in order, continuing from (and updating) that sequence's state.
+//
+// Each function handles a range of channels (Mamba-1) or heads (Mamba-2), so
+// a caller can split one step's work over threads and sequences; a channel's
+// tokens are always visited in order by one thread. The result is the same
+// whether a prompt arrives in one batch, in chunks or token by token, and
+// whatever else shares the batch: every token's arithmetic depends only on
+// the state its sequence had before it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace tessera::mamba {
+
+// HF's and llama.cpp's softplus: log(1 + e^x), x itself above 20.
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// Rows of a sequence in a [rows, stride] buffer: element (t, i) at data[t * stride + i].
+struct Rows {
+  const float* data = nullptr;
+  int64_t stride = 0;
+  const float* row(int64_t t) const { return data + t * stride; }
+};
+struct MutableRows {
+  float* data = nullptr;
+  int64_t stride = 0;
+  float* row(int64_t t) const { return data + t * stride; }
+};
+
+// Causal depthwise convolution with SiLU, for channels [c0, c1):
+//   out(t, c) = silu(bias[c] + sum_k weight[k, c] * in(t - (d_conv - 1) + k, c))
+// where inputs before the sequence's first token are zero. `window` [d_conv - 1,
+// channels] holds the inputs of the d_conv - 1 tokens before t = 0, oldest
+// first, and is left holding those before t = n. weight: [d_conv, channels]
+// (tap-major); bias: [channels].
+void causal_conv_silu(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv, const float* weight,
+                      const float* bias, float* window, int64_t c0, int64_t c1);
+
+// Mamba-1's selective scan for channels [c0, c1); per token t and channel c:
+//   dt = softplus(dt_raw(t, c))
+//   s[c, j] = exp(dt * A[c, j]) * s[c, j] + dt * x(t, c) * B(t, j)      j < d_state
+//   y(t, c) = (sum_j s[c, j] * C(t, j) + D[c] * x(t, c)) * silu(z(t, c))
+// x, dt_raw, z: [n, >= channels]; b, c_rows: [n, >= d_state]; A: [d_inner, d_state];
+// D: [d_inner]; state: [d_inner, d_state]; y: [n, >= channels].
+struct Mamba1Scan {
+  Rows x, dt_raw, z, b, c;
+  const float* a = nullptr;
+  const float* d = nullptr;
+  float* state = nullptr;
+  MutableRows y;
+  int64_t d_state = 0;
+};
+void mamba1_scan(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1);
+
+// Mamba-2's scan for heads [h0, h1); head h has channels [h P, (h + 1) P) and
+// reads B and C of group g = h / (n_head / n_group). Per token t:
+//   dt = softplus(dt_raw(t, h) + dt_bias[h]),  decay = exp(dt * A[h])
+//   s[h, p, j] = decay * s[h, p, j] + dt * x(t, hP + p) * B(t, g N + j)
+//   y(t, hP + p) = sum_j s[h, p, j] * C(t, g N + j) + D[h] * x(t, hP + p)
+// The gate and norm come after (gated_group_rms_norm). x: [n, >= d_inner];
+// b, c: [n, >= n_group N]; dt_raw: [n, >= n_head]; A, D, dt_bias: [n_head];
+// state: [n_head, P, N]; y: [n, >= d_inner].
+struct Mamba2Scan {
+  Rows x, b, c, dt_raw;
+  const float* a = nullptr;
+  const float* d = nullptr;
+  const float* dt_bias = nullptr;
+  float* state = nullptr;
+  MutableRows y;
+  int64_t n_head = 0, head_dim = 0, n_group = 1, d_state = 0;
+};
+void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1);
+
+// Mamba-2's output norm on one token: y = y * silu(z), then each of n_group
+// equal groups of y is RMS-normed on its own and scaled by weight.
+// y, z, weight: [width].
+void gated_group_rms_norm(float* y, const float* z, const float* weight, int64_t width, int64_t n_group, float eps);
+
+}  // namespace tessera::mamba

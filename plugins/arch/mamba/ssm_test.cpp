@@ -1,0 +1,210 @@
+// The recurrent pieces against a float64 transcription of the published
+// equations (causal convolution over a zero-padded sequence, then the
+// sequential scan), and their invariance to how a sequence's tokens arrive.
+#include "ssm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace tessera::mamba {
+namespace {
+
+std::vector<float> random_values(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+double silu64(double x) { return x / (1.0 + std::exp(-x)); }
+double softplus64(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+
+// max |a - b| / max |b|
+double relative_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+// A Mamba-1 mixer's recurrent part over T tokens of one sequence.
+struct Mamba1Case {
+  int64_t T = 13, C = 24, N = 16, K = 4;
+  std::vector<float> x = random_values(T * C, -2, 2, 1);        // conv input [T, C]
+  std::vector<float> w = random_values(K * C, -0.5f, 0.5f, 2);   // [K, C] tap-major
+  std::vector<float> bias = random_values(C, -0.2f, 0.2f, 3);
+  std::vector<float> dt = random_values(T * C, -4, 1, 4);        // before softplus
+  std::vector<float> z = random_values(T * C, -2, 2, 5);
+  std::vector<float> bc = random_values(T * 2 * N, -1, 1, 6);    // [T, B | C]
+  std::vector<float> a = random_values(C * N, -3, -0.05f, 7);
+  std::vector<float> d = random_values(C, -1, 1, 8);
+
+  // Tokens [t0, t1) with the given window and state, channels [c0, c1).
+  void run(int64_t t0, int64_t t1, std::vector<float>& window, std::vector<float>& state, std::vector<float>& conv,
+           std::vector<float>& y, int64_t c0, int64_t c1) const {
+    const int64_t n = t1 - t0;
+    causal_conv_silu({x.data() + t0 * C, C}, {conv.data() + t0 * C, C}, n, C, K, w.data(), bias.data(),
+                     window.data(), c0, c1);
+    Mamba1Scan s;
+    s.x = {conv.data() + t0 * C, C};
+    s.dt_raw = {dt.data() + t0 * C, C};
+    s.z = {z.data() + t0 * C, C};
+    s.b = {bc.data() + t0 * 2 * N, 2 * N};
+    s.c = {bc.data() + t0 * 2 * N + N, 2 * N};
+    s.a = a.data();
+    s.d = d.data();
+    s.state = state.data();
+    s.y = {y.data() + t0 * C, C};
+    s.d_state = N;
+    mamba1_scan(s, n, c0, c1);
+  }
+
+  std::vector<double> reference() const {
+    std::vector<double> y(static_cast<size_t>(T * C));
+    for (int64_t c = 0; c < C; ++c) {
+      std::vector<double> h(static_cast<size_t>(N), 0.0);
+      for (int64_t t = 0; t < T; ++t) {
+        double acc = bias[c];
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t src = t - (K - 1) + k;
+          if (src >= 0) acc += static_cast<double>(w[k * C + c]) * x[src * C + c];
+        }
+        const double u = silu64(acc);
+        const double delta = softplus64(dt[t * C + c]);
+        double out = 0;
+        for (int64_t j = 0; j < N; ++j) {
+          h[j] = std::exp(delta * a[c * N + j]) * h[j] + delta * bc[t * 2 * N + j] * u;
+          out += h[j] * bc[t * 2 * N + N + j];
+        }
+        y[t * C + c] = (out + d[c] * u) * silu64(z[t * C + c]);
+      }
+    }
+    return y;
+  }
+};
+
+TEST(Mamba1Scan, MatchesTheFloat64Equations) {
+  const Mamba1Case m;
+  std::vector<float> window((m.K - 1) * m.C, 0.0f), state(m.C * m.N, 0.0f), conv(m.T * m.C), y(m.T * m.C);
+  m.run(0, m.T, window, state, conv, y, 0, m.C);
+  EXPECT_LT(relative_error(y, m.reference()), 2e-6);
+}
+
+TEST(Mamba1Scan, GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
+  const Mamba1Case m;
+  std::vector<float> w1((m.K - 1) * m.C, 0.0f), s1(m.C * m.N, 0.0f), conv1(m.T * m.C), y1(m.T * m.C);
+  m.run(0, m.T, w1, s1, conv1, y1, 0, m.C);
+  // Token by token for one slice of channels, chunks of 5 for the rest.
+  std::vector<float> w2((m.K - 1) * m.C, 0.0f), s2(m.C * m.N, 0.0f), conv2(m.T * m.C), y2(m.T * m.C);
+  for (int64_t t = 0; t < m.T; ++t) m.run(t, t + 1, w2, s2, conv2, y2, 0, 7);
+  for (int64_t t = 0; t < m.T; t += 5) m.run(t, std::min(m.T, t + 5), w2, s2, conv2, y2, 7, m.C);
+  EXPECT_EQ(y1, y2);
+  EXPECT_EQ(s1, s2);
+  EXPECT_EQ(w1, w2);
+}
+
+// A Mamba-2 mixer's recurrent part: H heads of P channels, G groups.
+struct Mamba2Case {
+  int64_t T = 11, H = 4, P = 8, G = 2, N = 16;
+  int64_t inner() const { return H * P; }
+  std::vector<float> x = random_values(T * H * P, -2, 2, 11);
+  std::vector<float> bc = random_values(T * 2 * G * N, -1, 1, 12);  // [T, B (G N) | C (G N)]
+  std::vector<float> dt = random_values(T * H, -4, 1, 13);
+  std::vector<float> dt_bias = random_values(H, -1, 1, 14);
+  std::vector<float> a = random_values(H, -4, -0.1f, 15);
+  std::vector<float> d = random_values(H, -1, 1, 16);
+
+  void run(int64_t t0, int64_t t1, std::vector<float>& state, std::vector<float>& y, int64_t h0, int64_t h1) const {
+    Mamba2Scan s;
+    s.x = {x.data() + t0 * inner(), inner()};
+    s.b = {bc.data() + t0 * 2 * G * N, 2 * G * N};
+    s.c = {bc.data() + t0 * 2 * G * N + G * N, 2 * G * N};
+    s.dt_raw = {dt.data() + t0 * H, H};
+    s.a = a.data();
+    s.d = d.data();
+    s.dt_bias = dt_bias.data();
+    s.state = state.data();
+    s.y = {y.data() + t0 * inner(), inner()};
+    s.n_head = H;
+    s.head_dim = P;
+    s.n_group = G;
+    s.d_state = N;
+    mamba2_scan(s, t1 - t0, h0, h1);
+  }
+
+  std::vector<double> reference() const {
+    std::vector<double> y(static_cast<size_t>(T * inner()));
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      std::vector<double> s(static_cast<size_t>(P * N), 0.0);
+      for (int64_t t = 0; t < T; ++t) {
+        const double delta = softplus64(static_cast<double>(dt[t * H + h]) + dt_bias[h]);
+        const double decay = std::exp(delta * a[h]);
+        for (int64_t p = 0; p < P; ++p) {
+          const double u = x[t * inner() + h * P + p];
+          double out = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            double& v = s[p * N + j];
+            v = decay * v + delta * u * bc[t * 2 * G * N + g * N + j];
+            out += v * bc[t * 2 * G * N + G * N + g * N + j];
+          }
+          y[t * inner() + h * P + p] = out + d[h] * u;
+        }
+      }
+    }
+    return y;
+  }
+};
+
+TEST(Mamba2Scan, MatchesTheFloat64Equations) {
+  const Mamba2Case m;
+  std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
+  m.run(0, m.T, state, y, 0, m.H);
+  EXPECT_LT(relative_error(y, m.reference()), 2e-6);
+}
+
+TEST(Mamba2Scan, GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
+  const Mamba2Case m;
+  std::vector<float> s1(m.H * m.P * m.N, 0.0f), y1(m.T * m.inner());
+  m.run(0, m.T, s1, y1, 0, m.H);
+  std::vector<float> s2(m.H * m.P * m.N, 0.0f), y2(m.T * m.inner());
+  for (int64_t t = 0; t < m.T; ++t) m.run(t, t + 1, s2, y2, 0, 1);
+  for (int64_t t = 0; t < m.T; t += 4) m.run(t, std::min(m.T, t + 4), s2, y2, 1, m.H);
+  EXPECT_EQ(y1, y2);
+  EXPECT_EQ(s1, s2);
+}
+
+TEST(GatedGroupRmsNorm, GatesThenNormsEachGroupOnItsOwn) {
+  const int64_t width = 12, groups = 3, g = width / groups;
+  const std::vector<float> y0 = random_values(width, -3, 3, 21), z = random_values(width, -2, 2, 22),
+                           w = random_values(width, 0.5f, 1.5f, 23);
+  std::vector<float> y = y0;
+  gated_group_rms_norm(y.data(), z.data(), w.data(), width, groups, 1e-5f);
+  std::vector<double> ref(width);
+  for (int64_t k = 0; k < groups; ++k) {
+    double sq = 0;
+    for (int64_t i = k * g; i < (k + 1) * g; ++i) {
+      ref[i] = y0[i] * silu64(z[i]);
+      sq += ref[i] * ref[i];
+    }
+    const double scale = 1.0 / std::sqrt(sq / g + 1e-5);
+    for (int64_t i = k * g; i < (k + 1) * g; ++i) ref[i] *= scale * w[i];
+  }
+  EXPECT_LT(relative_error(y, ref), 1e-6);
+}
+
+TEST(Softplus, FollowsLogOnePlusExpAndPassesLargeValues) {
+  EXPECT_FLOAT_EQ(softplus(0.0f), std::log(2.0f));
+  EXPECT_FLOAT_EQ(softplus(-30.0f), static_cast<float>(std::log1p(std::exp(-30.0))));
+  EXPECT_EQ(softplus(25.0f), 25.0f);
+}
+
+}  // namespace
+}  // namespace tessera::mamba
