@@ -22,6 +22,35 @@ inline const std::filesystem::path kPipelines = std::filesystem::path(TESSERA_SO
 // A Session on the default model through `pipeline_file`, adjusted by
 // `overrides`. Returns nullptr (and the test should GTEST_SKIP) when the model
 // is absent.
+// The built plugins, and fixtures: one library built for ABI minor 0. Lives
+// for the process: plugins are never unloaded.
+inline PluginRegistry& test_registry() {
+  static PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();
+    const std::filesystem::path fixtures(TESSERA_FIXTURE_DIR);
+    r->scan({std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR), fixtures / "first", fixtures / "minor0"});
+    return r;
+  }();
+  return *registry;
+}
+
+// A Session through `pipeline_file` with `overrides` (on 2 threads), whatever
+// model the pipeline names; nullptr (with a test failure) on any error.
+inline std::unique_ptr<Session> open_session(const std::filesystem::path& pipeline_file,
+                                             std::vector<PipelineOverride> overrides) {
+  overrides.push_back({"run", "threads", "2"});
+  auto pipeline = load_pipeline(pipeline_file, overrides, test_registry());
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
+  if (!pipeline.ok()) return nullptr;
+  auto session = Session::open(*pipeline, test_registry());
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return nullptr;
+  return std::move(session).value();
+}
+
+// A Session on the default model through `pipeline_file`, adjusted by
+// `overrides`. Returns nullptr (and the test should GTEST_SKIP) when the model
+// is absent.
 inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipeline_file,
                                               std::vector<PipelineOverride> overrides = {},
                                               std::string* skip_reason = nullptr) {
@@ -29,21 +58,7 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
     if (skip_reason) *skip_reason = kModel.string() + " is absent: run scripts/fetch-model.sh";
     return nullptr;
   }
-  static PluginRegistry* registry = [] {
-    auto* r = new PluginRegistry();  // lives for the process: plugins are never unloaded
-    const std::filesystem::path fixtures(TESSERA_FIXTURE_DIR);
-    // The built plugins, and fixtures: one library built for ABI minor 0.
-    r->scan({std::filesystem::path(TESSERA_PLUGIN_BUILD_DIR), fixtures / "first", fixtures / "minor0"});
-    return r;
-  }();
-  overrides.push_back({"run", "threads", "2"});
-  auto pipeline = load_pipeline(pipeline_file, overrides, *registry);
-  EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
-  if (!pipeline.ok()) return nullptr;
-  auto session = Session::open(*pipeline, *registry);
-  EXPECT_TRUE(session.ok()) << session.status().message();
-  if (!session.ok()) return nullptr;
-  return std::move(session).value();
+  return open_session(pipeline_file, std::move(overrides));
 }
 
 // `var`: a Session through `pipeline_file` with `overrides`, or the test skips
