@@ -1,6 +1,9 @@
 #include "ssm.hpp"
 
+#include <cstring>
+
 #include "tessera/blocks/elementwise.hpp"
+#include "tessera/blocks/silu.hpp"
 #include "tessera/fast_exp.hpp"
 
 namespace tessera::mamba {
@@ -42,7 +45,7 @@ void mamba1_scan(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1) {
         state[j] = h;
         acc += h * c[j];
       }
-      s.y.row(t)[ch] = (acc + s.d[ch] * x) * silu(s.z.row(t)[ch]);
+      s.y.row(t)[ch] = acc + s.d[ch] * x;
     }
   }
 }
@@ -76,10 +79,15 @@ void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1) {
   }
 }
 
-void gated_group_rms_norm(float* y, const float* z, const float* weight, int64_t width, int64_t n_group, float eps) {
-  for (int64_t i = 0; i < width; ++i) y[i] *= silu(z[i]);
+void gate_row(float* y, float* z, int64_t width) {
+  blocks::silu_mul(z, y, width);  // z = silu(z) * y
+  std::memcpy(y, z, static_cast<size_t>(width) * sizeof(float));
+}
+
+void gated_group_rms_norm(float* y, float* z, const float* weight, int64_t width, int64_t n_group, float eps) {
+  blocks::silu_mul(z, y, width);  // z = silu(z) * y
   const int64_t group = width / n_group;
-  for (int64_t g = 0; g < n_group; ++g) blocks::rms_norm_rows(y + g * group, weight + g * group, y + g * group, 1, group, eps);
+  for (int64_t g = 0; g < n_group; ++g) blocks::rms_norm_rows(z + g * group, weight + g * group, y + g * group, 1, group, eps);
 }
 
 }  // namespace tessera::mamba

@@ -42,11 +42,12 @@ void causal_conv_silu(Rows in, MutableRows out, int64_t n, int64_t channels, int
 // Mamba-1's selective scan for channels [c0, c1); per token t and channel c:
 //   dt = softplus(dt_raw(t, c))
 //   s[c, j] = exp(dt * A[c, j]) * s[c, j] + dt * x(t, c) * B(t, j)      j < d_state
-//   y(t, c) = (sum_j s[c, j] * C(t, j) + D[c] * x(t, c)) * silu(z(t, c))
-// x, dt_raw, z: [n, >= channels]; b, c_rows: [n, >= d_state]; A: [d_inner, d_state];
-// D: [d_inner]; state: [d_inner, d_state]; y: [n, >= channels].
+//   y(t, c) = sum_j s[c, j] * C(t, j) + D[c] * x(t, c)
+// The gate, y * silu(z), comes after (gate_rows). x, dt_raw: [n, >= channels];
+// b, c: [n, >= d_state]; A: [d_inner, d_state]; D: [d_inner];
+// state: [d_inner, d_state]; y: [n, >= channels].
 struct Mamba1Scan {
-  Rows x, dt_raw, z, b, c;
+  Rows x, dt_raw, b, c;
   const float* a = nullptr;
   const float* d = nullptr;
   float* state = nullptr;
@@ -74,9 +75,13 @@ struct Mamba2Scan {
 };
 void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1);
 
-// Mamba-2's output norm on one token: y = y * silu(z), then each of n_group
-// equal groups of y is RMS-normed on its own and scaled by weight.
-// y, z, weight: [width].
-void gated_group_rms_norm(float* y, const float* z, const float* weight, int64_t width, int64_t n_group, float eps);
+// The gate of one token: y = y * silu(z), vectorized (blocks::silu_mul); z is
+// overwritten with the result, which is then copied to y. y, z: [width].
+void gate_row(float* y, float* z, int64_t width);
+
+// Mamba-2's output norm on one token: y * silu(z), then each of n_group
+// equal groups RMS-normed on its own and scaled by weight, into y. z is
+// overwritten. y, z, weight: [width].
+void gated_group_rms_norm(float* y, float* z, const float* weight, int64_t width, int64_t n_group, float eps);
 
 }  // namespace tessera::mamba
