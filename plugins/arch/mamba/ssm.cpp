@@ -4,79 +4,35 @@
 
 #include "tessera/blocks/elementwise.hpp"
 #include "tessera/blocks/silu.hpp"
-#include "tessera/fast_exp.hpp"
+#include "tessera/isa.hpp"
 
 namespace tessera::mamba {
 
+// The kernels' variants, one per instruction-set level (ssm_kernels.cpp).
+TESSERA_ISA_DECLARE(void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv,
+                                                 const float* weight, const float* bias, float* window, int64_t c0,
+                                                 int64_t c1))
+TESSERA_ISA_DECLARE(void mamba1_scan_kernel(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1))
+TESSERA_ISA_DECLARE(void mamba2_scan_kernel(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1))
+
 void causal_conv_silu(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv, const float* weight,
                       const float* bias, float* window, int64_t c0, int64_t c1) {
-  const int64_t taps = d_conv - 1;  // window rows
-  for (int64_t t = 0; t < n; ++t) {
-    const float* x = in.row(t);
-    float* y = out.row(t);
-    for (int64_t c = c0; c < c1; ++c) {
-      float acc = bias[c];
-      for (int64_t k = 0; k < taps; ++k) acc += weight[k * channels + c] * window[k * channels + c];
-      acc += weight[taps * channels + c] * x[c];
-      y[c] = silu(acc);
-    }
-    // Slide the window by one token: drop the oldest input, append x.
-    for (int64_t k = 0; k + 1 < taps; ++k)
-      for (int64_t c = c0; c < c1; ++c) window[k * channels + c] = window[(k + 1) * channels + c];
-    for (int64_t c = c0; c < c1; ++c) window[(taps - 1) * channels + c] = x[c];
-  }
+  using Kernel = void (*)(Rows, MutableRows, int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
+                          int64_t);
+  static const Kernel kernel = isa_select<Kernel>(TESSERA_ISA_TABLE(causal_conv_silu_kernel));
+  kernel(in, out, n, channels, d_conv, weight, bias, window, c0, c1);
 }
 
 void mamba1_scan(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1) {
-  const int64_t N = s.d_state;
-  for (int64_t ch = c0; ch < c1; ++ch) {
-    float* state = s.state + ch * N;  // [N]
-    const float* a = s.a + ch * N;    // [N]
-    for (int64_t t = 0; t < n; ++t) {
-      const float dt = softplus(s.dt_raw.row(t)[ch]);
-      const float x = s.x.row(t)[ch];
-      const float x_dt = x * dt;
-      const float* b = s.b.row(t);
-      const float* c = s.c.row(t);
-      float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t j = 0; j < N; ++j) {
-        const float h = state[j] * exp_nonpositive(dt * a[j]) + b[j] * x_dt;
-        state[j] = h;
-        acc += h * c[j];
-      }
-      s.y.row(t)[ch] = acc + s.d[ch] * x;
-    }
-  }
+  using Kernel = void (*)(const Mamba1Scan&, int64_t, int64_t, int64_t);
+  static const Kernel kernel = isa_select<Kernel>(TESSERA_ISA_TABLE(mamba1_scan_kernel));
+  kernel(s, n, c0, c1);
 }
 
 void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1) {
-  const int64_t N = s.d_state, P = s.head_dim;
-  const int64_t heads_per_group = s.n_head / s.n_group;
-  for (int64_t h = h0; h < h1; ++h) {
-    const int64_t g = h / heads_per_group;
-    float* state = s.state + h * P * N;  // [P, N]
-    for (int64_t t = 0; t < n; ++t) {
-      const float dt = softplus(s.dt_raw.row(t)[h] + s.dt_bias[h]);
-      const float decay = exp_nonpositive(dt * s.a[h]);
-      const float* x = s.x.row(t) + h * P;
-      const float* b = s.b.row(t) + g * N;
-      const float* c = s.c.row(t) + g * N;
-      float* y = s.y.row(t) + h * P;
-      for (int64_t p = 0; p < P; ++p) {
-        const float x_dt = x[p] * dt;
-        float* sp = state + p * N;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t j = 0; j < N; ++j) {
-          const float v = sp[j] * decay + b[j] * x_dt;
-          sp[j] = v;
-          acc += v * c[j];
-        }
-        y[p] = acc + s.d[h] * x[p];
-      }
-    }
-  }
+  using Kernel = void (*)(const Mamba2Scan&, int64_t, int64_t, int64_t);
+  static const Kernel kernel = isa_select<Kernel>(TESSERA_ISA_TABLE(mamba2_scan_kernel));
+  kernel(s, n, h0, h1);
 }
 
 void gate_row(float* y, float* z, int64_t width) {

@@ -5,13 +5,50 @@
 
 #include <gtest/gtest.h>
 
+#include "tessera/isa.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 namespace tessera::mamba {
+
+// The kernels' variants (ssm.cpp picks one of them).
+TESSERA_ISA_DECLARE(void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv,
+                                                 const float* weight, const float* bias, float* window, int64_t c0,
+                                                 int64_t c1))
+TESSERA_ISA_DECLARE(void mamba1_scan_kernel(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1))
+TESSERA_ISA_DECLARE(void mamba2_scan_kernel(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1))
+
 namespace {
+
+// One instruction-set level's kernels.
+struct Kernels {
+  using Conv = void (*)(Rows, MutableRows, int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
+                        int64_t);
+  using Scan1 = void (*)(const Mamba1Scan&, int64_t, int64_t, int64_t);
+  using Scan2 = void (*)(const Mamba2Scan&, int64_t, int64_t, int64_t);
+  Conv conv;
+  Scan1 scan1;
+  Scan2 scan2;
+  static Kernels at(IsaLevel level) {
+    return {isa_select<Conv>(TESSERA_ISA_TABLE(causal_conv_silu_kernel), level),
+            isa_select<Scan1>(TESSERA_ISA_TABLE(mamba1_scan_kernel), level),
+            isa_select<Scan2>(TESSERA_ISA_TABLE(mamba2_scan_kernel), level)};
+  }
+};
+
+// Every level's kernels against the float64 equations (FMA contraction at
+// the wide levels changes the last bits, so not against each other).
+class SsmLevel : public ::testing::TestWithParam<IsaLevel> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(GetParam()))
+      GTEST_SKIP() << "this CPU lacks " << isa_level_name(GetParam()) << "; that level is tested where it runs";
+  }
+  Kernels kernels() const { return Kernels::at(GetParam()); }
+};
 
 std::vector<float> random_values(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -47,10 +84,10 @@ struct Mamba1Case {
   std::vector<float> d = random_values(C, -1, 1, 8);
 
   // Tokens [t0, t1) with the given window and state, channels [c0, c1).
-  void run(int64_t t0, int64_t t1, std::vector<float>& window, std::vector<float>& state, std::vector<float>& conv,
-           std::vector<float>& y, int64_t c0, int64_t c1) const {
+  void run(const Kernels& k, int64_t t0, int64_t t1, std::vector<float>& window, std::vector<float>& state,
+           std::vector<float>& conv, std::vector<float>& y, int64_t c0, int64_t c1) const {
     const int64_t n = t1 - t0;
-    causal_conv_silu({x.data() + t0 * C, C}, {conv.data() + t0 * C, C}, n, C, K, w.data(), bias.data(),
+    k.conv({x.data() + t0 * C, C}, {conv.data() + t0 * C, C}, n, C, K, w.data(), bias.data(),
                      window.data(), c0, c1);
     Mamba1Scan s;
     s.x = {conv.data() + t0 * C, C};
@@ -62,7 +99,7 @@ struct Mamba1Case {
     s.state = state.data();
     s.y = {y.data() + t0 * C, C};
     s.d_state = N;
-    mamba1_scan(s, n, c0, c1);
+    k.scan1(s, n, c0, c1);
   }
 
   std::vector<double> reference() const {
@@ -89,23 +126,24 @@ struct Mamba1Case {
   }
 };
 
-TEST(Mamba1Scan, MatchesTheFloat64Equations) {
+TEST_P(SsmLevel, Mamba1MatchesTheFloat64Equations) {
   const Mamba1Case m;
   std::vector<float> window((m.K - 1) * m.C, 0.0f), state(m.C * m.N, 0.0f), conv(m.T * m.C), y(m.T * m.C);
-  m.run(0, m.T, window, state, conv, y, 0, m.C);
+  m.run(kernels(), 0, m.T, window, state, conv, y, 0, m.C);
   std::vector<float> z = m.z;
   for (int64_t t = 0; t < m.T; ++t) gate_row(y.data() + t * m.C, z.data() + t * m.C, m.C);
   EXPECT_LT(relative_error(y, m.reference()), 2e-6);
 }
 
-TEST(Mamba1Scan, GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
+TEST_P(SsmLevel, Mamba1GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
   const Mamba1Case m;
+  const Kernels k = kernels();
   std::vector<float> w1((m.K - 1) * m.C, 0.0f), s1(m.C * m.N, 0.0f), conv1(m.T * m.C), y1(m.T * m.C);
-  m.run(0, m.T, w1, s1, conv1, y1, 0, m.C);
+  m.run(k, 0, m.T, w1, s1, conv1, y1, 0, m.C);
   // Token by token for one slice of channels, chunks of 5 for the rest.
   std::vector<float> w2((m.K - 1) * m.C, 0.0f), s2(m.C * m.N, 0.0f), conv2(m.T * m.C), y2(m.T * m.C);
-  for (int64_t t = 0; t < m.T; ++t) m.run(t, t + 1, w2, s2, conv2, y2, 0, 7);
-  for (int64_t t = 0; t < m.T; t += 5) m.run(t, std::min(m.T, t + 5), w2, s2, conv2, y2, 7, m.C);
+  for (int64_t t = 0; t < m.T; ++t) m.run(k, t, t + 1, w2, s2, conv2, y2, 0, 7);
+  for (int64_t t = 0; t < m.T; t += 5) m.run(k, t, std::min(m.T, t + 5), w2, s2, conv2, y2, 7, m.C);
   EXPECT_EQ(y1, y2);
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(w1, w2);
@@ -122,7 +160,8 @@ struct Mamba2Case {
   std::vector<float> a = random_values(H, -4, -0.1f, 15);
   std::vector<float> d = random_values(H, -1, 1, 16);
 
-  void run(int64_t t0, int64_t t1, std::vector<float>& state, std::vector<float>& y, int64_t h0, int64_t h1) const {
+  void run(const Kernels& k, int64_t t0, int64_t t1, std::vector<float>& state, std::vector<float>& y, int64_t h0,
+           int64_t h1) const {
     Mamba2Scan s;
     s.x = {x.data() + t0 * inner(), inner()};
     s.b = {bc.data() + t0 * 2 * G * N, 2 * G * N};
@@ -137,7 +176,7 @@ struct Mamba2Case {
     s.head_dim = P;
     s.n_group = G;
     s.d_state = N;
-    mamba2_scan(s, t1 - t0, h0, h1);
+    k.scan2(s, t1 - t0, h0, h1);
   }
 
   std::vector<double> reference() const {
@@ -164,20 +203,21 @@ struct Mamba2Case {
   }
 };
 
-TEST(Mamba2Scan, MatchesTheFloat64Equations) {
+TEST_P(SsmLevel, Mamba2MatchesTheFloat64Equations) {
   const Mamba2Case m;
   std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
-  m.run(0, m.T, state, y, 0, m.H);
+  m.run(kernels(), 0, m.T, state, y, 0, m.H);
   EXPECT_LT(relative_error(y, m.reference()), 2e-6);
 }
 
-TEST(Mamba2Scan, GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
+TEST_P(SsmLevel, Mamba2GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
   const Mamba2Case m;
+  const Kernels k = kernels();
   std::vector<float> s1(m.H * m.P * m.N, 0.0f), y1(m.T * m.inner());
-  m.run(0, m.T, s1, y1, 0, m.H);
+  m.run(k, 0, m.T, s1, y1, 0, m.H);
   std::vector<float> s2(m.H * m.P * m.N, 0.0f), y2(m.T * m.inner());
-  for (int64_t t = 0; t < m.T; ++t) m.run(t, t + 1, s2, y2, 0, 1);
-  for (int64_t t = 0; t < m.T; t += 4) m.run(t, std::min(m.T, t + 4), s2, y2, 1, m.H);
+  for (int64_t t = 0; t < m.T; ++t) m.run(k, t, t + 1, s2, y2, 0, 1);
+  for (int64_t t = 0; t < m.T; t += 4) m.run(k, t, std::min(m.T, t + 4), s2, y2, 1, m.H);
   EXPECT_EQ(y1, y2);
   EXPECT_EQ(s1, s2);
 }
@@ -206,6 +246,10 @@ TEST(Softplus, FollowsLogOnePlusExpAndPassesLargeValues) {
   EXPECT_FLOAT_EQ(softplus(-30.0f), static_cast<float>(std::log1p(std::exp(-30.0))));
   EXPECT_EQ(softplus(25.0f), 25.0f);
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, SsmLevel,
+                         ::testing::Values(IsaLevel::scalar, IsaLevel::avx2, IsaLevel::avx512, IsaLevel::avx512_vnni),
+                         [](const auto& info) { return std::string(isa_level_name(info.param)); });
 
 }  // namespace
 }  // namespace tessera::mamba
