@@ -10,6 +10,9 @@
 # Usage: bench/kquant_greedy.sh MODEL.gguf [ACTIVATIONS]
 #   ACTIVATIONS: Tessera's quant.activations (q8x2 default, q8 = llama.cpp's
 #   arithmetic, f32). llama.cpp takes minutes per prompt on a 1.5B file.
+# Environment: PROMPTS, a JSONL file of prompts in `tessera run --prompts-file`
+#   form to use instead of the golden ones (e.g. plain text for a model without
+#   a chat template); PIPELINE (pipelines/quickstart.toml) to run them through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:?usage: bench/kquant_greedy.sh MODEL.gguf [ACTIVATIONS]}
@@ -20,16 +23,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The golden table's prompts and chat flags as a prompts file.
+if [[ -n ${PROMPTS:-} ]]; then
+  cp "$PROMPTS" "$work/prompts.jsonl"
+else
 python3 - tests/integration/golden_f32_ids.inc > "$work/prompts.jsonl" <<'PY'
 import json, re, sys
 text = open(sys.argv[1]).read()
 for prompt, chat in re.findall(r'^\s*\{("(?:[^"\\]|\\.)*"), (true|false),\s*$', text, re.M):
     print(json.dumps({"prompt": json.loads(prompt), "chat": chat == "true", "max_tokens": 64}))
 PY
+fi
 
 set_activations=()
 [[ -n $activations ]] && set_activations=(--set "quant.activations=\"$activations\"")
-"$tessera" run pipelines/quickstart.toml --set "model.path=\"$PWD/$model\"" --set run.context=512 \
+"$tessera" run "${PIPELINE:-pipelines/quickstart.toml}" --set "model.path=\"$(realpath "$model")\"" --set run.context=512 \
   --set run.stream=false -q "${set_activations[@]}" --prompts-file "$work/prompts.jsonl" \
   --output "$work/tessera.jsonl" > /dev/null
 python3 -c 'import json, sys
