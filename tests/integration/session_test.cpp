@@ -55,6 +55,18 @@ TEST(Session, EveryShippedPipelineAnswersTheQuestion) {
       continue;
     }
     TESSERA_OPEN_PIPELINE_OR_SKIP(session, file, Overrides{});
+    // A pipeline on a checked-in test model (pipelines/mamba.toml: a Mamba
+    // trained on the KJV Bible) continues its own prompt; it knows no Paris.
+    const std::string dir = std::filesystem::path(models.front()).parent_path().string();
+    if (dir.find("tests/data") != std::string::npos) {
+      GenerationRequest own = session->request_from_pipeline();
+      own.max_tokens = 16;
+      auto r = session->generate(own);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_EQ(r->metrics.generated_tokens, 16);
+      EXPECT_FALSE(r->text.empty());
+      continue;
+    }
     auto r = session->generate(greedy("What is the capital of France? Answer in one sentence.", 16));
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_NE(r->text.find("Paris"), std::string::npos) << r->text;
