@@ -20,7 +20,17 @@ if [[ -z $sdist ]]; then
 fi
 [[ -d $cache/src ]] || { mkdir -p "$cache/src" && tar xzf "$sdist" -C "$cache/src" --strip-components=1; }
 src="$cache/src/vendor/llama.cpp"
-cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON \
+# GCC 12 miscompiles llama.cpp's AMX path (an illegal instruction on any
+# prompt longer than one token on Sapphire Rapids): where the CPU has AMX tiles,
+# -march=native would turn it on, so it is switched off and the build says so.
+# Figures from such a build are "llama.cpp, AMX off".
+amx_off=()
+if grep -qw amx_tile /proc/cpuinfo; then
+  amx_off=(-DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+           -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+  echo "build.sh: this CPU has AMX; llama.cpp is built with it off (GCC 12 miscompiles its AMX path)"
+fi
+cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON "${amx_off[@]}" \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
 ninja -C "$cache/build" -j "${JOBS:-2}" llama-bench llama-perplexity llama-speculative-simple llama-speculative \
   llama-lookup llama-quantize llama-server
