@@ -54,6 +54,10 @@ set(TESSERA_ISA_FLAGS_avx2 -mavx2 -mfma -mf16c)
 set(TESSERA_ISA_FLAGS_avx512 -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -Wno-uninitialized
     $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
 set(TESSERA_ISA_FLAGS_avx512_vnni ${TESSERA_ISA_FLAGS_avx512} -mavx512vnni)
+# amx: avx512_vnni with AMX-INT8 tiles. Only files written for it
+# (tessera_isa_sources); tessera_isa_variants leaves it out (plain C++ gains
+# nothing from tiles), so it is not in TESSERA_ISA_LEVELS.
+set(TESSERA_ISA_FLAGS_amx ${TESSERA_ISA_FLAGS_avx512_vnni} -mamx-tile -mamx-int8)
 set(TESSERA_ISA_LEVELS scalar)
 if(TESSERA_ISA_X86)
   list(APPEND TESSERA_ISA_LEVELS avx2 avx512 avx512_vnni)

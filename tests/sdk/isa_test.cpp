@@ -27,10 +27,21 @@ int two() { return 2; }
 
 TEST(Isa, SelectFallsBackToTheNextNarrowerVariant) {
   using Fn = int (*)();
-  const Fn variants[kIsaLevelCount] = {&one, &two, nullptr, nullptr};
+  const Fn variants[kIsaLevelCount] = {&one, &two, nullptr, nullptr, nullptr};
   EXPECT_EQ(isa_select(variants, IsaLevel::scalar)(), 1);
   EXPECT_EQ(isa_select(variants, IsaLevel::avx2)(), 2);
   EXPECT_EQ(isa_select(variants, IsaLevel::avx512_vnni)(), 2) << "no avx512 variant: avx2's";
+  EXPECT_EQ(isa_select(variants, IsaLevel::amx)(), 2);
+}
+
+// The AMX level is only ever granted together with the AVX-512 VNNI one, and
+// asking twice gives the same answer (the grant is asked for once).
+TEST(Isa, AmxImpliesVnniAndIsStable) {
+  if (cpu_supports(IsaLevel::amx)) {
+    EXPECT_TRUE(cpu_supports(IsaLevel::avx512_vnni));
+    EXPECT_TRUE(amx_int8_granted());
+  }
+  EXPECT_EQ(amx_int8_granted(), amx_int8_granted());
 }
 
 }  // namespace

@@ -256,7 +256,8 @@ void BM_KQuantPrefill(benchmark::State& state) {
 }
 BENCHMARK(BM_KQuantPrefill)
     ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q5_k), static_cast<int64_t>(DType::q6_k)},
-                   {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(best_isa_level())},
+                   {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(IsaLevel::avx512_vnni),
+                    static_cast<int64_t>(IsaLevel::amx)},
                    {1, 2}})
     ->ArgNames({"type", "level", "terms"})
     ->UseRealTime()

@@ -18,6 +18,7 @@ const KernelTable* kernels_for(IsaLevel level) {
     case IsaLevel::avx2: return &avx2_kernel_table();
     case IsaLevel::avx512: return &avx512_kernel_table();
     case IsaLevel::avx512_vnni: return &avx512_vnni_kernel_table();
+    case IsaLevel::amx: return &amx_kernel_table();
 #endif
     default: return nullptr;
   }

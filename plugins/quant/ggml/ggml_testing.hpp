@@ -45,7 +45,7 @@ inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
 
 // Every SIMD level, for parametrized tests; the test skips levels this CPU lacks.
 inline std::vector<IsaLevel> all_levels() {
-  return {IsaLevel::scalar, IsaLevel::avx2, IsaLevel::avx512, IsaLevel::avx512_vnni};
+  return {IsaLevel::scalar, IsaLevel::avx2, IsaLevel::avx512, IsaLevel::avx512_vnni, IsaLevel::amx};
 }
 
 inline std::string level_param_name(const ::testing::TestParamInfo<IsaLevel>& info) {

@@ -84,6 +84,15 @@ using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const B
 using KQuantGroupFn = void (*)(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                                float* y, size_t y_stride);
 
+// Repacked K-quant panel (amx level): 16 weight rows, the groups of 8 at
+// `groups` and `groups + group_bytes`, against nx activation rows, nx a
+// multiple of 16: y[xi * y_stride + r] = dot(row r, activation row xi),
+// r < 16, each to the bit what KQuantGroupFn gives for its group.
+using KQuantPanelFn = void (*)(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x,
+                               size_t x_row_blocks, int nx, float* y, size_t y_stride);
+inline constexpr int kPanelRows = 16;    // weight rows of a panel
+inline constexpr int kPanelTileX = 16;   // its activation rows come in multiples of this
+
 struct KernelTable {
   IsaLevel level;
   const char* name;
@@ -133,6 +142,10 @@ struct KernelTable {
   KQuantGroupFn q4_kx8;
   KQuantGroupFn q6_kx8;
   KQuantGroupFn q5_kx8;
+  // The K-quant panels for prefill on AMX-INT8 tiles (the amx level), else nullptr.
+  KQuantPanelFn q4_k_panel;
+  KQuantPanelFn q6_k_panel;
+  KQuantPanelFn q5_k_panel;
 };
 
 // One table per level, defined in that level's translation unit. Calling one
@@ -141,6 +154,7 @@ const KernelTable& scalar_kernel_table();
 const KernelTable& avx2_kernel_table();
 const KernelTable& avx512_kernel_table();
 const KernelTable& avx512_vnni_kernel_table();
+const KernelTable& amx_kernel_table();  // avx512_vnni's, with the K-quant panels
 
 // The table for `level`, or nullptr when this CPU lacks it.
 const KernelTable* kernels_for(IsaLevel level);

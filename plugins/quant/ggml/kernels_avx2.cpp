@@ -562,6 +562,7 @@ const KernelTable& avx2_kernel_table() {
       nullptr, nullptr,  // the 16-row Q5 layouts need AVX-512 VNNI
       repack::q5_0x8, repack::q5_1x8, &quantize_q8_k,
       &q4_kx8_avx2, &q6_kx8_avx2, &q5_kx8_avx2,
+      nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
   };
   return table;
 }

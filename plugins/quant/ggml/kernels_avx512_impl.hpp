@@ -441,6 +441,7 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
       repack::q5_0x8, repack::q5_1x8,
       avx2_kernel_table().quantize_q8_k,  // with the AVX2 K-quant kernels it feeds
       avx2_kernel_table().q4_kx8, avx2_kernel_table().q6_kx8, avx2_kernel_table().q5_kx8,
+      nullptr, nullptr, nullptr,  // K-quant panels: the amx level's (kquant_panels_amx.cpp)
   };
   return table;
 }

@@ -351,6 +351,7 @@ const KernelTable& scalar_kernel_table() {
       &q4_kx8_scalar,
       &q6_kx8_scalar,
       &q5_kx8_scalar,
+      nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
   };
   return table;
 }

@@ -104,12 +104,36 @@ void KQuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, 
                  [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(k, n, dst, stride, b, e); });
 }
 
+KQuantPanelFn KQuantLinear::panel_kernel(const KernelTable& k) const {
+  if (repacked_rows_ < kPanelRows) return nullptr;
+  return type_ == DType::q4_k ? k.q4_k_panel : type_ == DType::q5_k ? k.q5_k_panel : k.q6_k_panel;
+}
+
 void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,
                             int64_t r_end) const {
   const int64_t nb = in_ / kSuperBlock;
-  products_in_groups(n_rows, r_begin, r_end, kRepackRows, kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
-    rows(k, r0, r1, x_q8k_.data() + x0 * nb, nx, y + x0 * y_stride + (r0 - r_begin), y_stride);
-  });
+  const auto groups = [&](int64_t n, int64_t x_first, int64_t c_begin, int64_t c_end) {
+    products_in_groups(n, c_begin, c_end, kRepackRows, kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
+      const int64_t xi = x_first + x0;
+      rows(k, r0, r1, x_q8k_.data() + xi * nb, nx, y + xi * y_stride + (r0 - r_begin), y_stride);
+    });
+  };
+  // Panels (AMX): 16 weight rows by every whole tile of 16 activation rows;
+  // the activation rows past the last tile and the weight rows past the last
+  // panel take the group kernels.
+  const KQuantPanelFn panel = panel_kernel(k);
+  const int64_t tiled = n_rows / kPanelTileX * kPanelTileX;
+  if (panel == nullptr || tiled == 0) {
+    groups(n_rows, 0, r_begin, r_end);
+    return;
+  }
+  int64_t r = r_begin;  // a multiple of 8 (column_alignment)
+  for (; r + kPanelRows <= r_end && r + kPanelRows <= repacked_rows_; r += kPanelRows) {
+    panel(repacked_.data + (r / kRepackRows) * group_bytes_, group_bytes_, nb, x_q8k_.data(), static_cast<size_t>(nb),
+          static_cast<int>(tiled), y + (r - r_begin), static_cast<size_t>(y_stride));
+  }
+  if (tiled < n_rows && r > r_begin) groups(n_rows - tiled, tiled, r_begin, r);
+  if (r < r_end) groups(n_rows, 0, r, r_end);
 }
 
 Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {

@@ -274,7 +274,115 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   }
 }
 
+KQuantPanelFn panel_of(const KernelTable& k, DType type) {
+  return type == DType::q4_k ? k.q4_k_panel : type == DType::q5_k ? k.q5_k_panel : k.q6_k_panel;
+}
+
+// The scalar group kernel over both groups of a panel, 8 activation rows at a
+// time: what a panel must give, bit for bit.
+std::vector<float> panel_by_groups(DType type, const uint8_t* panel, size_t group_bytes, int64_t nb,
+                                   const std::vector<BlockQ8K>& x, int nx) {
+  const KernelTable& ref = scalar_kernel_table();
+  std::vector<float> want(static_cast<size_t>(nx) * kPanelRows);
+  for (int g = 0; g < 2; ++g)
+    for (int x0 = 0; x0 < nx; x0 += kMaxRepackX)
+      group_of(ref, type)(panel + g * group_bytes, nb, x.data() + x0 * nb, nb, std::min(kMaxRepackX, nx - x0),
+                          want.data() + x0 * kPanelRows + g * kRepackRows, kPanelRows);
+  return want;
+}
+
+// The AMX panels (16 weight rows by 16, 32 or 48 activation rows) against the
+// scalar group kernel on their two groups, bit for bit. The levels without
+// panels say so and pass.
+TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  for (DType type : kKQuants) {
+    if (panel_of(k, type) == nullptr) GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    for (int64_t nb : {1, 2, 6}) {
+      const int64_t cols = nb * kSuperBlock;
+      const auto w = make_kquant_rows(type, 3 * kRepackRows, cols, static_cast<uint32_t>(nb * 17));
+      const auto packed = repack_kquant(type, w, 3 * kRepackRows, nb);
+      const size_t group_bytes = packed.size() / 3;
+      for (int nx : {16, 32, 48}) {
+        const auto x = make_q8k_rows(nx, cols, static_cast<uint32_t>(nb * 19 + nx));
+        // The second and third groups: a panel need not start at the first.
+        const uint8_t* panel = packed.data() + group_bytes;
+        const auto want = panel_by_groups(type, panel, group_bytes, nb, x, nx);
+        std::vector<float> got(want.size(), NAN);
+        panel_of(k, type)(panel, group_bytes, nb, x.data(), nb, nx, got.data(), kPanelRows);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << k.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " ("
+                                     << i / kPanelRows << "," << i % kPanelRows << ")";
+      }
+    }
+  }
+}
+
+// As RepackedGroupsSumExactlyAtTheExtremes, for the panels: the i32 products
+// of the tiles and their scaling reach their largest magnitudes.
+TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  constexpr int64_t nb = 3;
+  for (DType type : kKQuants) {
+    if (panel_of(k, type) == nullptr) GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+      std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
+      for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
+        testing::set_kquant_scales(type, w.data() + b * dtype_info(type).block_bytes, 1.0f, 0.0f);
+      if (type == DType::q6_k) {
+        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
+          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
+      }
+      std::vector<BlockQ8K> x(kPanelTileX * nb);
+      for (auto& blk : x) {
+        blk.d = 1.0f;
+        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
+        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
+      }
+      const auto packed = repack_kquant(type, w, kPanelRows, nb);
+      std::vector<float> y(kPanelTileX * kPanelRows);
+      panel_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kPanelTileX, y.data(), kPanelRows);
+      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : type == DType::q5_k ? 63.0 * 31 * q : 127.0 * 31 * q;
+      for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
+
+// Every level's whole Linear (panels where the level has them, repacked
+// groups, one or two activation terms) gives the scalar level's bits, for
+// batches that leave every kind of remainder. (The ggml-layout tiles past the
+// last group are held to a tolerance instead: KQuantLevel.TilesMatchScalar.)
+TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
+  constexpr int64_t kOut = 2 * kPanelRows + kRepackRows, kIn = 2 * kSuperBlock;  // two panels and a lone group
+  for (DType type : kKQuants) {
+    const auto w = make_kquant_rows(type, kOut, kIn, 31);
+    for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
+      for (int64_t n : {1, 16, 37, 70}) {
+        const auto x = random_floats(n * kIn, static_cast<uint32_t>(n + 33), 1.5f);
+        std::vector<float> want(n * kOut);
+        {
+          testing::ScopedLevel scalar(IsaLevel::scalar);
+          KQuantLinear linear(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
+          ASSERT_TRUE(linear.forward(x.data(), want.data(), n).ok());
+        }
+        for (IsaLevel level : testing::all_levels()) {
+          testing::ScopedLevel forced(level);
+          if (!forced.ok()) continue;  // the CPU lacks it
+          KQuantLinear linear(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
+          std::vector<float> got(n * kOut, NAN);
+          ASSERT_TRUE(linear.forward(x.data(), got.data(), n).ok());
+          for (int64_t i = 0; i < n * kOut; ++i)
+            ASSERT_EQ(got[i], want[i]) << isa_level_name(level) << " " << dtype_name(type) << " terms "
+                                       << static_cast<int>(terms) << " n=" << n << " at " << i;
+        }
+      }
+    }
+  }
+}
 
 // Against an f64 product of the dequantized weights and the unquantized
 // activations: the error is the activations' rounding to 8 bits (half a step
