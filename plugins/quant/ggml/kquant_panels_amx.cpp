@@ -4,19 +4,25 @@
 // with the avx512_vnni flags plus -mamx-tile -mamx-int8.
 //
 // A panel is 16 weight rows (two consecutive groups of 8) by a multiple of 16
-// activation rows. One tile product (tdpbsud: signed activation bytes times
-// unsigned weight bytes, summed in i32) takes one sub-block's K: 32 quants for
-// Q4_K/Q5_K (their 6-bit scale and minimum are per 32), 16 for Q6_K (its
-// scale is per 16). Each sub-block's 16 x 16 sums then leave the tile through
-// memory and are multiplied by the 16 rows' scales in i32, so the super-block
-// sums are the exact integers of the scalar group kernel (kquant_groups_scalar.cpp),
-// and the f32 close takes KQuantGroupFn's steps: every result is the scalar
+// activation rows; tdpbsud multiplies signed activation bytes by unsigned
+// weight bytes and sums in i32. The super-block sums must come out as the
+// exact integers of the scalar group kernel (kquant_groups_scalar.cpp), whose
+// f32 close the panels then repeat step for step: every result is the scalar
 // group kernel's to the bit (KQuantLevel.PanelsMatchTheScalarGroups).
 //
+// Q4_K and Q5_K scale each run of 32 quants by a 6-bit sc. Split as
+// sc = 8 sh + sl, q * sl and q * sh fit a byte (31 * 7 = 217), so the weight
+// tiles hold the quants already multiplied by sl and by sh, and two tile
+// products over the whole super-block (K = 256: four K = 64 steps, one sum
+// tile each) give isum = S_lo + 8 S_hi: one readout per super-block instead of
+// one per run. Q6_K's signed 8-bit scale per 16 has no such split into bytes:
+// one tile product per sub-block of 16, its sums leave the tile through memory
+// and are multiplied by the 16 rows' scales in i32.
+//
 // The weight tiles of a super-block are unpacked once (nibbles to bytes, in
-// the layout tdpbsud reads: row kk of the B tile holds quants 4kk..4kk+3 of
-// each of the 16 rows) and used for every activation tile; the activation
-// tiles are read straight from the Q8_K rows (a tile load takes a stride).
+// the layout tdpbsud reads: row kk of a B tile holds quants 4kk..4kk+3 of each
+// of the 16 rows) and used for every activation tile; the activation tiles are
+// read straight from the Q8_K rows (a tile load takes a stride).
 #include <immintrin.h>
 
 #include <cstring>
@@ -39,10 +45,10 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// Tiles 0, 1: sums (16 activation rows x 16 i32); 2, 3: activations (16 rows
-// x k bytes); 4, 5: weights (k / 4 rows x 16 rows x 4 bytes). Two of each so
-// that two sub-blocks are in flight.
-void configure_tiles(int k) {
+// Q6_K's tiles, K = k quants per product: 0, 1: sums (16 activation rows x
+// 16 i32); 2, 3: activations (16 rows x k bytes); 4, 5: weights (k / 4 rows x
+// 16 rows x 4 bytes). Two of each so that two sub-blocks are in flight.
+void configure_q6_tiles(int k) {
   TileConfig c{};
   c.palette_id = 1;
   for (int t = 0; t < 2; ++t) {
@@ -91,21 +97,42 @@ inline void add_scaled(const int32_t (&c)[kTileRows][kPanelRows], __m512i scale,
     isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(_mm512_load_si512(c[m]), scale));
 }
 
-// One super-block's unpacked weights and per-row factors for a panel.
-struct alignas(64) PanelBlock {
-  uint8_t b[16][8][64];        // [sub-block][kk][16 rows x 4 quants] (Q4_K/Q5_K use 8 sub-blocks of 8 kk rows)
-  int32_t scale[16][16];       // [sub-block][row]
-  int32_t offset_pairs[8][16]; // [j][row]: the i16 pair (mins or Q6_K scales) sub-blocks 2j, 2j + 1
+// Every tile 16 rows of 64 bytes: the K = 64 steps of Q4_K/Q5_K. Tiles 0-3:
+// sums (S_lo and S_hi of two activation tiles); 4, 5: the two activation
+// tiles; 6, 7: the weights times sl and times sh.
+void configure_k4_tiles() {
+  TileConfig c{};
+  c.palette_id = 1;
+  for (int t = 0; t < 8; ++t) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = 64;
+  }
+  _tile_loadconfig(&c);
+}
+
+// One super-block of a Q4_K/Q5_K panel, unpacked. B tile row kk of step s
+// holds quants 64s + 4kk .. + 3 of the 16 rows: run j = 2s + kk / 8, its low
+// nibbles (the run's quants 4t..) for kk % 8 = t < 4, high (16 + 4t..) above.
+struct alignas(64) K4Block {
+  uint8_t lo[4][16][64];          // [step][kk][16 rows x 4]: q * (sc & 7)
+  uint8_t hi[4][16][64];          // q * (sc >> 3)
+  int32_t min_pairs[8][16];       // [run][row]: the minimum as an i16 pair
 };
 
-// Q4_K and Q5_K: sub-block j is run j of the x8 layout; chunk t's low nibbles
-// are quants 4t..4t+3 of the run (B row t), its high nibbles 16 + 4t.. (row 4 + t).
+// sc's digit as the i16 pair of each row's lane: a vpmullw by it multiplies
+// the two quant bytes of each 16-bit half separately (q * digit < 256: no carry).
+inline __m512i digit_pairs(__m512i digit32) { return _mm512_or_si512(digit32, _mm512_slli_epi32(digit32, 16)); }
+
 template <bool kFifthBit, typename Group>
-void unpack_k4(const Group& g0, const Group& g1, PanelBlock& p) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+void unpack_k4(const Group& g0, const Group& g1, K4Block& p) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10), seven = _mm512_set1_epi32(7);
   for (int j = 0; j < 8; ++j) {
+    const __m512i sc = rows_u8(g0.scales[j], g1.scales[j]);
+    const __m512i sl = digit_pairs(_mm512_and_si512(sc, seven));
+    const __m512i sh = digit_pairs(_mm512_srli_epi32(sc, 3));
     __m512i qh = _mm512_setzero_si512();
     if constexpr (kFifthBit) qh = concat(g0.qh[j], g1.qh[j]);
+    const int step = j / 2, row0 = 8 * (j % 2);
     for (int t = 0; t < 4; ++t) {
       const __m512i v = concat(g0.qs[j][t], g1.qs[j][t]);
       __m512i lo = _mm512_and_si512(v, low4);
@@ -114,18 +141,105 @@ void unpack_k4(const Group& g0, const Group& g1, PanelBlock& p) {
         lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)), bit4));
         hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(t)), bit4));
       }
-      _mm512_store_si512(p.b[j][t], lo);
-      _mm512_store_si512(p.b[j][4 + t], hi);
+      _mm512_store_si512(p.lo[step][row0 + t], _mm512_mullo_epi16(lo, sl));
+      _mm512_store_si512(p.lo[step][row0 + 4 + t], _mm512_mullo_epi16(hi, sl));
+      _mm512_store_si512(p.hi[step][row0 + t], _mm512_mullo_epi16(lo, sh));
+      _mm512_store_si512(p.hi[step][row0 + 4 + t], _mm512_mullo_epi16(hi, sh));
     }
-    _mm512_store_si512(p.scale[j], rows_u8(g0.scales[j], g1.scales[j]));
-    const __m512i mins = rows_u8(g0.mins[j], g1.mins[j]);
-    _mm512_store_si512(p.offset_pairs[j], _mm512_or_si512(mins, _mm512_slli_epi32(mins, 16)));
+    _mm512_store_si512(p.min_pairs[j], digit_pairs(rows_u8(g0.mins[j], g1.mins[j])));
   }
 }
 
+// sum over j of the pair (factor of 2j, of 2j + 1) times the activations' sums per 16.
+inline __m512i offset_sum(const int32_t (&pairs)[8][16], const BlockQ8K& x) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) acc = _mm512_dpwssd_epi32(acc, _mm512_load_si512(pairs[j]), bsum_pair(x, j));
+  return acc;
+}
+
+// The f32 close of one super-block for 16 activation rows (KQuantGroupFn's steps).
+inline void close_k4(const int32_t (&s_lo)[kTileRows][kPanelRows], const int32_t (&s_hi)[kTileRows][kPanelRows],
+                     const K4Block& p, __m512 d, __m512 dmin, const BlockQ8K* x, size_t x_row_blocks, bool first,
+                     float* y, size_t y_stride) {
+  for (int m = 0; m < kTileRows; ++m) {
+    const BlockQ8K& xb = x[m * x_row_blocks];
+    const __m512i isum =
+        _mm512_add_epi32(_mm512_load_si512(s_lo[m]), _mm512_slli_epi32(_mm512_load_si512(s_hi[m]), 3));
+    float* out = y + m * y_stride;
+    const __m512 dx = _mm512_set1_ps(xb.d);
+    __m512 acc = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum), acc);
+    acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(offset_sum(p.min_pairs, xb)), acc);
+    _mm512_storeu_ps(out, acc);
+  }
+}
+
+template <typename Group, bool kFifthBit>
+void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
+              float* y, size_t y_stride) {
+  configure_k4_tiles();
+  const auto* g0 = static_cast<const Group*>(groups);
+  const auto* g1 = reinterpret_cast<const Group*>(static_cast<const uint8_t*>(groups) + group_bytes);
+  const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
+  K4Block p;
+  alignas(64) int32_t c[4][kTileRows][kPanelRows];
+  for (int64_t b = 0; b < nb; ++b) {
+    unpack_k4<kFifthBit>(g0[b], g1[b], p);
+    const __m512 d = rows_f16(g0[b].d, g1[b].d), dmin = rows_f16(g0[b].dmin, g1[b].dmin);
+    int m0 = 0;
+    for (; m0 + 2 * kTileRows <= nx; m0 += 2 * kTileRows) {  // two activation tiles share each weight tile load
+      const BlockQ8K* xa = x + m0 * x_row_blocks + b;
+      const BlockQ8K* xb = xa + kTileRows * x_row_blocks;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int step = 0; step < 4; ++step) {
+        _tile_loadd(4, xa->qs + 64 * step, x_stride);
+        _tile_loadd(5, xb->qs + 64 * step, x_stride);
+        _tile_loadd(6, p.lo[step], 64);
+        _tile_loadd(7, p.hi[step], 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
+      _tile_stored(0, c[0], 64);
+      _tile_stored(1, c[1], 64);
+      _tile_stored(2, c[2], 64);
+      _tile_stored(3, c[3], 64);
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
+      close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, b == 0, y + (m0 + kTileRows) * y_stride, y_stride);
+    }
+    if (m0 < nx) {  // an odd last activation tile
+      const BlockQ8K* xa = x + m0 * x_row_blocks + b;
+      _tile_zero(0);
+      _tile_zero(1);
+      for (int step = 0; step < 4; ++step) {
+        _tile_loadd(4, xa->qs + 64 * step, x_stride);
+        _tile_loadd(6, p.lo[step], 64);
+        _tile_loadd(7, p.hi[step], 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+      }
+      _tile_stored(0, c[0], 64);
+      _tile_stored(1, c[1], 64);
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
+    }
+  }
+  _tile_release();
+}
+
+// One super-block of a Q6_K panel, unpacked, and its rows' factors.
+struct alignas(64) Q6Block {
+  uint8_t b[16][4][64];        // [sub-block][kk][16 rows x 4 quants]
+  int32_t scale[16][16];       // [sub-block][row]
+  int32_t offset_pairs[8][16]; // [j][row]: the scales of sub-blocks 2j, 2j + 1 as an i16 pair
+};
+
 // Q6_K: run j holds sub-blocks 2j (low nibbles) and 2j + 1 (high nibbles);
 // B row t of a sub-block is chunk t with its two high bits from qh[j][t / 2].
-void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, PanelBlock& p) {
+void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, Q6Block& p) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   for (int j = 0; j < 8; ++j) {
     for (int u = 0; u < 2; ++u) {
@@ -150,19 +264,17 @@ void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, PanelBlock& p) {
   }
 }
 
-// The integer sums of one activation tile against one super-block:
-// isum[m] = sum over the sub-blocks of scale(row) * (sub-block product).
-// K: quants per sub-block (32 or 16), kSub sub-blocks.
-template <int K, int kSub>
-void tile_sums(const PanelBlock& p, const int8_t* x_qs, size_t x_stride, __m512i* isum) {
+// The integer sums of one activation tile against one Q6_K super-block:
+// isum[m] = sum over the 16 sub-blocks of scale(row) * (sub-block product).
+void q6_tile_sums(const Q6Block& p, const int8_t* x_qs, size_t x_stride, __m512i* isum) {
   alignas(64) int32_t c[2][kTileRows][kPanelRows];
   for (int m = 0; m < kTileRows; ++m) isum[m] = _mm512_setzero_si512();
-  for (int s = 0; s < kSub; s += 2) {
-    _tile_loadd(2, x_qs + K * s, x_stride);
+  for (int s = 0; s < 16; s += 2) {
+    _tile_loadd(2, x_qs + 16 * s, x_stride);
     _tile_loadd(4, p.b[s], 64);
     _tile_zero(0);
     _tile_dpbsud(0, 2, 4);
-    _tile_loadd(3, x_qs + K * (s + 1), x_stride);
+    _tile_loadd(3, x_qs + 16 * (s + 1), x_stride);
     _tile_loadd(5, p.b[s + 1], 64);
     _tile_zero(1);
     _tile_dpbsud(1, 3, 5);
@@ -173,59 +285,24 @@ void tile_sums(const PanelBlock& p, const int8_t* x_qs, size_t x_stride, __m512i
   }
 }
 
-// sum over j of the pair (offset of 2j, of 2j + 1) times the activations' sums per 16.
-inline __m512i offset_sum(const PanelBlock& p, const BlockQ8K& x) {
-  __m512i acc = _mm512_setzero_si512();
-  for (int j = 0; j < 8; ++j) acc = _mm512_dpwssd_epi32(acc, _mm512_load_si512(p.offset_pairs[j]), bsum_pair(x, j));
-  return acc;
-}
-
-template <typename Group, bool kFifthBit>
-void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
-              float* y, size_t y_stride) {
-  configure_tiles(32);
-  const auto* g0 = static_cast<const Group*>(groups);
-  const auto* g1 = reinterpret_cast<const Group*>(static_cast<const uint8_t*>(groups) + group_bytes);
-  const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
-  PanelBlock p;
-  for (int64_t b = 0; b < nb; ++b) {
-    unpack_k4<kFifthBit>(g0[b], g1[b], p);
-    const __m512 d = rows_f16(g0[b].d, g1[b].d), dmin = rows_f16(g0[b].dmin, g1[b].dmin);
-    for (int m0 = 0; m0 < nx; m0 += kTileRows) {
-      __m512i isum[kTileRows];
-      tile_sums<32, 8>(p, x[m0 * x_row_blocks + b].qs, x_stride, isum);
-      for (int m = 0; m < kTileRows; ++m) {
-        const BlockQ8K& xb = x[(m0 + m) * x_row_blocks + b];
-        float* out = y + (m0 + m) * y_stride;
-        const __m512 dx = _mm512_set1_ps(xb.d);
-        __m512 acc = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out);
-        acc = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[m]), acc);
-        acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(offset_sum(p, xb)), acc);
-        _mm512_storeu_ps(out, acc);
-      }
-    }
-  }
-  _tile_release();
-}
-
 void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                 float* y, size_t y_stride) {
-  configure_tiles(16);
+  configure_q6_tiles(16);
   const auto* g0 = static_cast<const BlockQ6Kx8*>(groups);
   const auto* g1 = reinterpret_cast<const BlockQ6Kx8*>(static_cast<const uint8_t*>(groups) + group_bytes);
   const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
-  PanelBlock p;
+  Q6Block p;
   for (int64_t b = 0; b < nb; ++b) {
     unpack_q6(g0[b], g1[b], p);
     const __m512 d = rows_f16(g0[b].d, g1[b].d);
     for (int m0 = 0; m0 < nx; m0 += kTileRows) {
       __m512i isum[kTileRows];
-      tile_sums<16, 16>(p, x[m0 * x_row_blocks + b].qs, x_stride, isum);
+      q6_tile_sums(p, x[m0 * x_row_blocks + b].qs, x_stride, isum);
       for (int m = 0; m < kTileRows; ++m) {
         const BlockQ8K& xb = x[(m0 + m) * x_row_blocks + b];
         float* out = y + (m0 + m) * y_stride;
         // The quants are stored + 32: subtract 32 * sum(scale * activation sum per 16).
-        const __m512i total = _mm512_sub_epi32(isum[m], _mm512_slli_epi32(offset_sum(p, xb), 5));
+        const __m512i total = _mm512_sub_epi32(isum[m], _mm512_slli_epi32(offset_sum(p.offset_pairs, xb), 5));
         __m512 acc = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out);
         acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xb.d)), _mm512_cvtepi32_ps(total), acc);
         _mm512_storeu_ps(out, acc);
