@@ -15,9 +15,9 @@
 // tiles hold the quants already multiplied by sl and by sh, and two tile
 // products over the whole super-block (K = 256: four K = 64 steps, one sum
 // tile each) give isum = S_lo + 8 S_hi: one readout per super-block instead of
-// one per run. Q6_K's signed 8-bit scale per 16 has no such split into bytes:
-// one tile product per sub-block of 16, its sums leave the tile through memory
-// and are multiplied by the 16 rows' scales in i32.
+// one per run. Q6_K's signed 8-bit scale per 16 goes in four base-4 digits
+// (q * 3 = 189 fits a byte; the top digit, -2..1, a signed one): four
+// products over the super-block, isum = S0 + 4 S1 + 16 S2 + 64 S3.
 //
 // The weight tiles of a super-block are unpacked once (nibbles to bytes, in
 // the layout tdpbsud reads: row kk of a B tile holds quants 4kk..4kk+3 of each
@@ -44,23 +44,6 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 static_assert(sizeof(TileConfig) == 64);
-
-// Q6_K's tiles, K = k quants per product: 0, 1: sums (16 activation rows x
-// 16 i32); 2, 3: activations (16 rows x k bytes); 4, 5: weights (k / 4 rows x
-// 16 rows x 4 bytes). Two of each so that two sub-blocks are in flight.
-void configure_q6_tiles(int k) {
-  TileConfig c{};
-  c.palette_id = 1;
-  for (int t = 0; t < 2; ++t) {
-    c.rows[t] = kTileRows;
-    c.colsb[t] = 64;
-    c.rows[2 + t] = kTileRows;
-    c.colsb[2 + t] = static_cast<uint16_t>(k);
-    c.rows[4 + t] = static_cast<uint8_t>(k / 4);
-    c.colsb[4 + t] = 64;
-  }
-  _tile_loadconfig(&c);
-}
 
 inline __m512i concat(const void* lo32, const void* hi32) {
   const __m256i lo = _mm256_loadu_si256(static_cast<const __m256i*>(lo32));
@@ -90,17 +73,10 @@ inline __m512i bsum_pair(const BlockQ8K& x, int j) {
   return _mm512_set1_epi32(v);
 }
 
-// isum[m] += c[m] * scale (i32, exact: |c| < 2^17, |scale| < 2^7, 16 terms).
-inline void add_scaled(const int32_t (&c)[kTileRows][kPanelRows], __m512i scale, __m512i* isum) {
-#pragma GCC unroll 16
-  for (int m = 0; m < kTileRows; ++m)
-    isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(_mm512_load_si512(c[m]), scale));
-}
-
-// Every tile 16 rows of 64 bytes: the K = 64 steps of Q4_K/Q5_K. Tiles 0-3:
-// sums (S_lo and S_hi of two activation tiles); 4, 5: the two activation
-// tiles; 6, 7: the weights times sl and times sh.
-void configure_k4_tiles() {
+// Every tile 16 rows of 64 bytes: K = 64 per product. (Q4_K/Q5_K: tiles
+// 0-3 the sums S_lo and S_hi of two activation tiles, 4, 5 the two activation
+// tiles, 6, 7 the weights times sl and times sh; Q6_K: q6_k_panel.)
+void configure_k64_tiles() {
   TileConfig c{};
   c.palette_id = 1;
   for (int t = 0; t < 8; ++t) {
@@ -177,7 +153,7 @@ inline void close_k4(const int32_t (&s_lo)[kTileRows][kPanelRows], const int32_t
 template <typename Group, bool kFifthBit>
 void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
               float* y, size_t y_stride) {
-  configure_k4_tiles();
+  configure_k64_tiles();
   const auto* g0 = static_cast<const Group*>(groups);
   const auto* g1 = reinterpret_cast<const Group*>(static_cast<const uint8_t*>(groups) + group_bytes);
   const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
@@ -230,18 +206,49 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
   _tile_release();
 }
 
-// One super-block of a Q6_K panel, unpacked, and its rows' factors.
+// One super-block of a Q6_K panel, unpacked, rows and steps as K4Block's:
+// the signed 8-bit scale of each 16 written in base 4,
+// sc = 64 d3 + 16 d2 + 4 d1 + d0 (d0..d2 in 0..3, d3 in -2..1), and the
+// weight tiles hold q * d for each digit (q * 3 <= 189 fits an unsigned byte,
+// q * d3 a signed one), so isum = S0 + 4 S1 + 16 S2 + 64 S3 over the whole
+// super-block, one readout instead of one per sub-block of 16.
 struct alignas(64) Q6Block {
-  uint8_t b[16][4][64];        // [sub-block][kk][16 rows x 4 quants]
-  int32_t scale[16][16];       // [sub-block][row]
-  int32_t offset_pairs[8][16]; // [j][row]: the scales of sub-blocks 2j, 2j + 1 as an i16 pair
+  uint8_t digit[4][4][16][64];    // [digit][step][kk][16 rows x 4]
+  int32_t scale_pairs[8][16];     // [run][row]: the scales of sub-blocks 2j, 2j + 1 as an i16 pair
 };
 
-// Q6_K: run j holds sub-blocks 2j (low nibbles) and 2j + 1 (high nibbles);
-// B row t of a sub-block is chunk t with its two high bits from qh[j][t / 2].
+// q (bytes of 0..63) times a signed digit per row (i16 pairs) as signed bytes:
+// even and odd bytes apart, so a negative product borrows nothing from its neighbour.
+inline __m512i times_signed_digit(__m512i q, __m512i digit) {
+  const __m512i even = _mm512_mullo_epi16(_mm512_and_si512(q, _mm512_set1_epi16(0x00FF)), digit);
+  const __m512i odd = _mm512_mullo_epi16(_mm512_srli_epi16(q, 8), digit);
+  return _mm512_or_si512(_mm512_and_si512(even, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(odd, 8));
+}
+
+// The four digit tiles' rows kk of one sub-block's chunk of quants q6, its scales sc (i32 per row).
+inline void store_digits(Q6Block& p, int step, int kk, __m512i q6, __m512i sc) {
+  const __m512i three = _mm512_set1_epi32(3);
+  for (int d = 0; d < 3; ++d) {
+    const __m512i digit = digit_pairs(_mm512_and_si512(_mm512_srai_epi32(sc, 2 * d), three));
+    _mm512_store_si512(p.digit[d][step][kk], _mm512_mullo_epi16(q6, digit));
+  }
+  const __m512i top = _mm512_srai_epi32(sc, 6);  // -2..1
+  const __m512i top_pairs = _mm512_or_si512(_mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(top, 16));
+  _mm512_store_si512(p.digit[3][step][kk], times_signed_digit(q6, top_pairs));
+}
+
+// Run j of the x8 layout: sub-block 2j in the low nibbles (with bits 2v.. of
+// qh[j][u] for chunk t = 2u + v), 2j + 1 in the high nibbles (bits 4 + 2v..).
 void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, Q6Block& p) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   for (int j = 0; j < 8; ++j) {
+    // scales[j][r] = (sub-block 2j, 2j + 1) of row r: 16 bytes per group, as i16 pairs per i32 lane.
+    const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g0.scales[j]));
+    const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g1.scales[j]));
+    const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(s0), s1, 1));
+    _mm512_store_si512(p.scale_pairs[j], pairs);
+    const __m512i sc_low = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16), sc_high = _mm512_srai_epi32(pairs, 16);
+    const int step = j / 2, row0 = 8 * (j % 2);
     for (int u = 0; u < 2; ++u) {
       const __m512i qh = concat(g0.qh[j][u], g1.qh[j][u]);
       for (int v = 0; v < 2; ++v) {
@@ -249,60 +256,56 @@ void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, Q6Block& p) {
         const __m512i ql = concat(g0.ql[j][t], g1.ql[j][t]);
         const __m512i high_lo = v == 0 ? _mm512_slli_epi16(qh, 4) : _mm512_slli_epi16(qh, 2);
         const __m512i high_hi = v == 0 ? qh : _mm512_srli_epi16(qh, 2);
-        _mm512_store_si512(p.b[2 * j][t], _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(high_lo, bits45)));
-        _mm512_store_si512(p.b[2 * j + 1][t], _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                                              _mm512_and_si512(high_hi, bits45)));
+        store_digits(p, step, row0 + t,
+                     _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(high_lo, bits45)), sc_low);
+        store_digits(p, step, row0 + 4 + t,
+                     _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(high_hi, bits45)),
+                     sc_high);
       }
     }
-    // scales[j][r] = (sub-block 2j, 2j + 1) of row r: 16 bytes per group, as i16 pairs per i32 lane.
-    const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g0.scales[j]));
-    const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g1.scales[j]));
-    const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(s0), s1, 1));
-    _mm512_store_si512(p.offset_pairs[j], pairs);
-    _mm512_store_si512(p.scale[2 * j], _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16));
-    _mm512_store_si512(p.scale[2 * j + 1], _mm512_srai_epi32(pairs, 16));
-  }
-}
-
-// The integer sums of one activation tile against one Q6_K super-block:
-// isum[m] = sum over the 16 sub-blocks of scale(row) * (sub-block product).
-void q6_tile_sums(const Q6Block& p, const int8_t* x_qs, size_t x_stride, __m512i* isum) {
-  alignas(64) int32_t c[2][kTileRows][kPanelRows];
-  for (int m = 0; m < kTileRows; ++m) isum[m] = _mm512_setzero_si512();
-  for (int s = 0; s < 16; s += 2) {
-    _tile_loadd(2, x_qs + 16 * s, x_stride);
-    _tile_loadd(4, p.b[s], 64);
-    _tile_zero(0);
-    _tile_dpbsud(0, 2, 4);
-    _tile_loadd(3, x_qs + 16 * (s + 1), x_stride);
-    _tile_loadd(5, p.b[s + 1], 64);
-    _tile_zero(1);
-    _tile_dpbsud(1, 3, 5);
-    _tile_stored(0, c[0], 64);
-    _tile_stored(1, c[1], 64);
-    add_scaled(c[0], _mm512_load_si512(p.scale[s]), isum);
-    add_scaled(c[1], _mm512_load_si512(p.scale[s + 1]), isum);
   }
 }
 
 void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                 float* y, size_t y_stride) {
-  configure_q6_tiles(16);
+  configure_k64_tiles();
   const auto* g0 = static_cast<const BlockQ6Kx8*>(groups);
   const auto* g1 = reinterpret_cast<const BlockQ6Kx8*>(static_cast<const uint8_t*>(groups) + group_bytes);
   const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
   Q6Block p;
+  alignas(64) int32_t c[4][kTileRows][kPanelRows];
   for (int64_t b = 0; b < nb; ++b) {
     unpack_q6(g0[b], g1[b], p);
     const __m512 d = rows_f16(g0[b].d, g1[b].d);
     for (int m0 = 0; m0 < nx; m0 += kTileRows) {
-      __m512i isum[kTileRows];
-      q6_tile_sums(p, x[m0 * x_row_blocks + b].qs, x_stride, isum);
+      const BlockQ8K* xa = x + m0 * x_row_blocks + b;
+      // Tiles 0-3: S0..S3; 4: the activations; 5, 6: the digit tiles in turn.
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int step = 0; step < 4; ++step) {
+        _tile_loadd(4, xa->qs + 64 * step, x_stride);
+        _tile_loadd(5, p.digit[0][step], 64);
+        _tile_dpbsud(0, 4, 5);
+        _tile_loadd(6, p.digit[1][step], 64);
+        _tile_dpbsud(1, 4, 6);
+        _tile_loadd(5, p.digit[2][step], 64);
+        _tile_dpbsud(2, 4, 5);
+        _tile_loadd(6, p.digit[3][step], 64);
+        _tile_dpbssd(3, 4, 6);  // the top digit is signed
+      }
+      _tile_stored(0, c[0], 64);
+      _tile_stored(1, c[1], 64);
+      _tile_stored(2, c[2], 64);
+      _tile_stored(3, c[3], 64);
       for (int m = 0; m < kTileRows; ++m) {
-        const BlockQ8K& xb = x[(m0 + m) * x_row_blocks + b];
+        const BlockQ8K& xb = xa[m * x_row_blocks];
         float* out = y + (m0 + m) * y_stride;
+        __m512i isum = _mm512_load_si512(c[3][m]);
+        for (int k = 2; k >= 0; --k) isum = _mm512_add_epi32(_mm512_slli_epi32(isum, 2), _mm512_load_si512(c[k][m]));
         // The quants are stored + 32: subtract 32 * sum(scale * activation sum per 16).
-        const __m512i total = _mm512_sub_epi32(isum[m], _mm512_slli_epi32(offset_sum(p.offset_pairs, xb), 5));
+        const __m512i total = _mm512_sub_epi32(isum, _mm512_slli_epi32(offset_sum(p.scale_pairs, xb), 5));
         __m512 acc = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out);
         acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xb.d)), _mm512_cvtepi32_ps(total), acc);
         _mm512_storeu_ps(out, acc);
