@@ -45,6 +45,13 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// GCC's tile intrinsics are asm statements that take only the address of
+// the memory they read or write, with no memory operand or clobber: the
+// compiler may keep the stores of a buffer a tile load reads in registers (or
+// drop them), and read a buffer a tile store wrote before the store. This
+// compiler barrier goes between such writes and reads.
+inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
+
 inline __m512i concat(const void* lo32, const void* hi32) {
   const __m256i lo = _mm256_loadu_si256(static_cast<const __m256i*>(lo32));
   const __m256i hi = _mm256_loadu_si256(static_cast<const __m256i*>(hi32));
@@ -161,6 +168,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
   alignas(64) int32_t c[4][kTileRows][kPanelRows];
   for (int64_t b = 0; b < nb; ++b) {
     unpack_k4<kFifthBit>(g0[b], g1[b], p);
+    tile_memory_fence();  // p is read by tile loads
     const __m512 d = rows_f16(g0[b].d, g1[b].d), dmin = rows_f16(g0[b].dmin, g1[b].dmin);
     int m0 = 0;
     for (; m0 + 2 * kTileRows <= nx; m0 += 2 * kTileRows) {  // two activation tiles share each weight tile load
@@ -184,6 +192,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_stored(1, c[1], 64);
       _tile_stored(2, c[2], 64);
       _tile_stored(3, c[3], 64);
+      tile_memory_fence();  // c was written by tile stores
       close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
       close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, b == 0, y + (m0 + kTileRows) * y_stride, y_stride);
     }
@@ -200,6 +209,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       }
       _tile_stored(0, c[0], 64);
       _tile_stored(1, c[1], 64);
+      tile_memory_fence();
       close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
     }
   }
@@ -276,6 +286,7 @@ void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ
   alignas(64) int32_t c[4][kTileRows][kPanelRows];
   for (int64_t b = 0; b < nb; ++b) {
     unpack_q6(g0[b], g1[b], p);
+    tile_memory_fence();  // p is read by tile loads
     const __m512 d = rows_f16(g0[b].d, g1[b].d);
     for (int m0 = 0; m0 < nx; m0 += kTileRows) {
       const BlockQ8K* xa = x + m0 * x_row_blocks + b;
@@ -299,6 +310,7 @@ void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ
       _tile_stored(1, c[1], 64);
       _tile_stored(2, c[2], 64);
       _tile_stored(3, c[3], 64);
+      tile_memory_fence();  // c was written by tile stores
       for (int m = 0; m < kTileRows; ++m) {
         const BlockQ8K& xb = xa[m * x_row_blocks];
         float* out = y + (m0 + m) * y_stride;
