@@ -32,8 +32,9 @@
 namespace tessera::ggml {
 namespace {
 
-constexpr int kPanelRows = 2 * kRepackRows;  // weight rows: one tile's 16 i32 columns
-constexpr int kTileRows = 16;                // activation rows per tile
+// kPanelRows (kernels.hpp) weight rows: one tile's 16 i32 columns.
+constexpr int kTileRows = kPanelTileX;  // activation rows per tile
+static_assert(kPanelRows == 2 * kRepackRows && kPanelRows == 16);
 
 // Palette 1's configuration block (64 bytes, as ldtilecfg reads it).
 struct alignas(64) TileConfig {
