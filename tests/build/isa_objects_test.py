@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the rule of docs/kernels.md, "Instruction sets": an object compiled
-for a wide level (avx2, avx512, avx512_vnni) defines no weak function.
+for a wide level (avx2, avx512, avx512_vnni, amx) defines no weak function.
 
 Such a symbol (an inline function or template instantiated out of line) is
 merged by the linker with the baseline objects' copies, and the linker may

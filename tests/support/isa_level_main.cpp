@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("TESSERA_ISA")) {
     const auto level = tessera::parse_isa_level(env);
     if (!level) {
-      std::fprintf(stderr, "TESSERA_ISA=%s is not a level (scalar, avx2, avx512, avx512_vnni)\n", env);
+      std::fprintf(stderr, "TESSERA_ISA=%s is not a level (scalar, avx2, avx512, avx512_vnni, amx)\n", env);
       return 1;
     }
     if (!tessera::cpu_supports(*level)) {

@@ -46,11 +46,12 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// GCC's tile intrinsics are asm statements that take only the address of
-// the memory they read or write, with no memory operand or clobber: the
-// compiler may keep the stores of a buffer a tile load reads in registers (or
-// drop them), and read a buffer a tile store wrote before the store. This
-// compiler barrier goes between such writes and reads.
+// GCC 12's tile loads (and ldtilecfg, which names only the first 8 bytes of
+// its 64) are asm statements that take only an address, with no memory
+// operand or clobber: the compiler may keep the stores of a buffer a tile
+// load reads in registers, or drop them. This compiler barrier goes between
+// such writes and the tile instructions that read them, and (belt and braces:
+// GCC 12's tile stores do clobber memory) after tile stores.
 inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
 
 inline __m512i concat(const void* lo32, const void* hi32) {
@@ -91,6 +92,7 @@ void configure_k64_tiles() {
     c.rows[t] = kTileRows;
     c.colsb[t] = 64;
   }
+  tile_memory_fence();  // c is read by ldtilecfg
   _tile_loadconfig(&c);
 }
 

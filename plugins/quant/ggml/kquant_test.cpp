@@ -10,7 +10,9 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kquant_linear.hpp"
@@ -298,7 +300,10 @@ TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   for (DType type : kKQuants) {
-    if (panel_of(k, type) == nullptr) GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    if (panel_of(k, type) == nullptr) {
+      ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
+      GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    }
     for (int64_t nb : {1, 2, 6}) {
       const int64_t cols = nb * kSuperBlock;
       const auto w = make_kquant_rows(type, 3 * kRepackRows, cols, static_cast<uint32_t>(nb * 17));
@@ -326,14 +331,20 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
   for (DType type : kKQuants) {
-    if (panel_of(k, type) == nullptr) GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    if (panel_of(k, type) == nullptr) {
+      ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
+      GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
+    }
+    // Q6_K: its largest scale, and its most negative (the top base-4 digit at -2, tdpbssd).
+    const std::vector<int> q6_scales = type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
+    for (int q6_scale : q6_scales)
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
       for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
         testing::set_kquant_scales(type, w.data() + b * dtype_info(type).block_bytes, 1.0f, 0.0f);
       if (type == DType::q6_k) {
         for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
-          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
+          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
       }
       std::vector<BlockQ8K> x(kPanelTileX * nb);
       for (auto& blk : x) {
@@ -344,8 +355,12 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
       const auto packed = repack_kquant(type, w, kPanelRows, nb);
       std::vector<float> y(kPanelTileX * kPanelRows);
       panel_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kPanelTileX, y.data(), kPanelRows);
-      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : type == DType::q5_k ? 63.0 * 31 * q : 127.0 * 31 * q;
-      for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
+      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
+                                 : type == DType::q5_k ? 63.0 * 31 * q
+                                                       : static_cast<double>(q6_scale) * 31 * q;
+      for (float v : y)
+        EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q)
+                                                     << " Q6_K scale " << q6_scale;
     }
   }
 }
@@ -371,7 +386,11 @@ TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
         }
         for (IsaLevel level : testing::all_levels()) {
           testing::ScopedLevel forced(level);
-          if (!forced.ok()) continue;  // the CPU lacks it
+          if (!forced.ok()) {
+            if (type == DType::q4_k && n == 1 && terms == ActivationTerms::q8)
+              std::printf("[ info ] this CPU lacks %s: not compared\n", std::string(isa_level_name(level)).c_str());
+            continue;
+          }
           KQuantLinear linear(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
           std::vector<float> got(n * kOut, NAN);
           ASSERT_TRUE(linear.forward(x.data(), got.data(), n).ok());
