@@ -138,6 +138,7 @@ void kmix_args(benchmark::internal::Benchmark* b) {
   }
   b->Args({4096, 4096, 1, static_cast<int>(IsaLevel::avx2), 1});  // the 256-bit kernels, for comparison
   b->Args({1536, 1536, 1, best, 0});  // cache-resident: the kernel's compute ceiling
+  b->Args({1536, 1536, 1, static_cast<int>(IsaLevel::avx2), 0});
   b->ArgNames({"out", "in", "threads", "level", "streamed"});
 }
 BENCHMARK(BM_MatVec<DType::q5_0>)

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "kernels.hpp"
+#include "kquant_groups.hpp"
 
 #ifndef TESSERA_GGML_VNNI
 #error "define TESSERA_GGML_VNNI to 0 or 1 before including kernels_avx512_impl.hpp"
@@ -440,7 +441,11 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
 #endif
       repack::q5_0x8, repack::q5_1x8,
       avx2_kernel_table().quantize_q8_k,  // with the AVX2 K-quant kernels it feeds
+#if TESSERA_GGML_VNNI
+      &q4_kx8_avx512_vnni, &q6_kx8_avx512_vnni, &q5_kx8_avx512_vnni,
+#else
       avx2_kernel_table().q4_kx8, avx2_kernel_table().q6_kx8, avx2_kernel_table().q5_kx8,
+#endif
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's (kquant_panels_amx.cpp)
   };
   return table;

@@ -1,7 +1,8 @@
 // kquant_groups.hpp: the repacked K-quant group kernels (KQuantGroupFn,
 // kernels.hpp) of each level, for the levels' tables. The scalar ones
 // (kquant_groups_scalar.cpp) are the reference; AVX2's
-// (kquant_groups_avx2.cpp) serve the AVX-512 levels too.
+// (kquant_groups_avx2.cpp) serve the avx512 level too, and AVX-512 VNNI's
+// (kquant_groups_avx512vnni.cpp) the avx512_vnni and amx levels.
 #pragma once
 
 #include <cstddef>
@@ -23,5 +24,12 @@ void q5_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_
                  size_t y_stride);
 void q6_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                  size_t y_stride);
+
+void q4_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride);
+void q5_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride);
+void q6_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride);
 
 }  // namespace tessera::ggml
