@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/scheduler.hpp"
 #include "model/gguf_writer.hpp"
@@ -233,6 +234,55 @@ TEST(MambaFiles, AMissingTensorIsNamed) {
 TEST(MambaFiles, FalconMambaNormsAreRefusedByName) {
   const std::string error = open_error_of_copy("mamba1.f32.gguf", "", "mamba.ssm.dt_b_c_rms");
   EXPECT_NE(error.find("mamba.ssm.dt_b_c_rms"), std::string::npos) << error;
+}
+
+// A copy of a checked-in Hugging Face folder with keys of its config.json
+// changed: the error a session on it opens with ("" if it opens).
+std::string open_error_of_hf_copy(const std::string& name, const nlohmann::json& changes) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-mamba-hf-{}", getpid());
+  fs::remove_all(dir);
+  fs::copy(kData / name, dir, fs::copy_options::recursive);
+  nlohmann::json config;
+  {
+    std::ifstream in(dir / "config.json");
+    in >> config;
+  }
+  config.update(changes);
+  {
+    std::ofstream out(dir / "config.json");
+    out << config.dump();
+  }
+  auto pipeline = load_pipeline(kPipelines / "mamba.toml", {{"model", "path", dir.string(), true}}, test_registry());
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
+  std::string error;
+  if (pipeline.ok()) {
+    auto session = Session::open(*pipeline, test_registry());
+    error = session.ok() ? std::string() : session.status().message();
+  }
+  fs::remove_all(dir);
+  return error;
+}
+
+// Widths from a config.json are bounded before they are multiplied (expand *
+// hidden_size, num_heads * head_dim): a product past 2^63 would be undefined
+// (the sanitizer build would stop on it) and could wrap to a plausible width.
+TEST(MambaFiles, HugeConfigWidthsAreRefusedBeforeAnyProduct) {
+  constexpr int64_t kHuge = int64_t{1} << 40;
+  const struct {
+    const char* folder;
+    nlohmann::json changes;
+    const char* named;
+  } cases[] = {
+      {"mamba1-hf", {{"hidden_size", kHuge}, {"expand", kHuge}}, "hidden_size"},
+      {"mamba1-hf", {{"expand", int64_t{1} << 62}}, "expand"},
+      {"mamba2-hf", {{"num_heads", kHuge}, {"head_dim", kHuge}}, "num_heads"},
+      {"mamba2-hf", {{"head_dim", kHuge}}, "head_dim"},
+  };
+  for (const auto& c : cases) {
+    const std::string error = open_error_of_hf_copy(c.folder, c.changes);
+    EXPECT_NE(error.find(c.named), std::string::npos) << c.folder << " " << c.changes.dump() << ": " << error;
+    EXPECT_NE(error.find("beyond the supported"), std::string::npos) << error;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TrainedModels, MambaModels, ::testing::Values("mamba1", "mamba2"));

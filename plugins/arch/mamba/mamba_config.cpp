@@ -18,6 +18,11 @@ constexpr int64_t kMaxWidth = int64_t{1} << 20;
 constexpr int64_t kMaxConv = 64;
 constexpr int64_t kMaxState = 4096;
 
+// `where`: MetadataReader::where of the key (the source and the key's name).
+Status beyond(const std::string& where, int64_t v, int64_t max) {
+  return CorruptData(where + " (" + std::to_string(v) + ") is beyond the supported " + std::to_string(max));
+}
+
 Status read_gguf(const WeightStore& store, MambaConfig& c) {
   const std::string arch(store.architecture());
   c.version = arch == "mamba2" ? MambaVersion::mamba2 : MambaVersion::mamba1;
@@ -57,11 +62,14 @@ Status read_hf(const WeightStore& store, MambaConfig& c) {
   const MetadataReader r(store, "");
   TESSERA_RETURN_IF_ERROR(r.integer("num_hidden_layers", c.n_layer, 1));
   TESSERA_RETURN_IF_ERROR(r.integer("hidden_size", c.n_embd, 1));
+  // Factors are bounded before they are multiplied: a config.json may hold anything.
+  if (c.n_embd > kMaxWidth) return beyond(r.where("hidden_size"), c.n_embd, kMaxWidth);
   c.max_context = kDefaultContext;
   TESSERA_RETURN_IF_ERROR(r.integer("conv_kernel", c.d_conv, 1, 4));
   TESSERA_RETURN_IF_ERROR(r.integer("state_size", c.d_state, 1, c.mamba2() ? 128 : 16));
   int64_t expand = 2;
   TESSERA_RETURN_IF_ERROR(r.integer("expand", expand, 1, 2));
+  if (expand > kMaxWidth) return beyond(r.where("expand"), expand, kMaxWidth);
   TESSERA_RETURN_IF_ERROR(r.integer("intermediate_size", c.d_inner, 1, expand * c.n_embd));
   TESSERA_RETURN_IF_ERROR(r.real("layer_norm_epsilon", c.eps));
   TESSERA_RETURN_IF_ERROR(r.boolean("use_bias", c.in_proj_bias));
@@ -73,6 +81,8 @@ Status read_hf(const WeightStore& store, MambaConfig& c) {
     TESSERA_RETURN_IF_ERROR(r.integer("num_heads", c.n_head, 1, 128));
     TESSERA_RETURN_IF_ERROR(r.integer("head_dim", c.head_dim, 1, 64));
     TESSERA_RETURN_IF_ERROR(r.integer("n_groups", c.n_group, 1, 8));
+    if (c.n_head > kMaxWidth) return beyond(r.where("num_heads"), c.n_head, kMaxWidth);
+    if (c.head_dim > kMaxWidth) return beyond(r.where("head_dim"), c.head_dim, kMaxWidth);
     if (c.n_head * c.head_dim != c.d_inner)
       return CorruptData(r.where("num_heads") + " * head_dim (" + std::to_string(c.n_head) + " * " +
                          std::to_string(c.head_dim) + ") differs from the mixer width expand * hidden_size (" +
