@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace tessera::plugins::paged {
 namespace {
@@ -187,17 +188,26 @@ void BlockManager::record_tokens(SeqId seq, std::span<const int32_t> tokens) {
 }
 
 int64_t BlockManager::live_tokens() const {
-  // Rows filled in each block, the most any table holding it uses.
-  std::vector<int32_t> filled(static_cast<size_t>(pool_.total()), 0);
+  // Rows filled in each block, the most any table holding it uses. Work in
+  // proportion to the tables, not the pool: the schedulers ask every step,
+  // and a pool sized from a memory budget (or only counting the tokens of a
+  // recurrent model) has far more blocks than are in use. Only blocks with
+  // more than one reference can be in two tables.
+  int64_t total = 0;
+  std::unordered_map<int32_t, int32_t> shared;  // block -> the most rows a table holding it uses
   for (const auto& [id, s] : sequences_) {
     for (size_t b = 0; b < s.table.size(); ++b) {
-      const int64_t rows = std::min<int64_t>(limits_.block_size, s.length - static_cast<int64_t>(b) * limits_.block_size);
-      int32_t& f = filled[static_cast<size_t>(s.table[b])];
-      f = std::max(f, static_cast<int32_t>(rows));
+      const auto rows = static_cast<int32_t>(
+          std::min<int64_t>(limits_.block_size, s.length - static_cast<int64_t>(b) * limits_.block_size));
+      if (pool_.ref_count(s.table[b]) <= 1) {
+        total += rows;
+      } else {
+        int32_t& f = shared[s.table[b]];
+        f = std::max(f, rows);
+      }
     }
   }
-  int64_t total = 0;
-  for (int32_t f : filled) total += f;
+  for (const auto& [block, rows] : shared) total += rows;
   return total;
 }
 
