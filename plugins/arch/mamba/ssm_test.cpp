@@ -73,6 +73,8 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& b)
 
 // A Mamba-1 mixer's recurrent part over T tokens of one sequence.
 struct Mamba1Case {
+  // n: the state size (16 in real models; 13 and 19 leave tails to the vector loops).
+  explicit Mamba1Case(int64_t n = 16) : N(n) {}
   int64_t T = 13, C = 24, N = 16, K = 4;
   std::vector<float> x = random_values(T * C, -2, 2, 1);        // conv input [T, C]
   std::vector<float> w = random_values(K * C, -0.5f, 0.5f, 2);   // [K, C] tap-major
@@ -126,17 +128,22 @@ struct Mamba1Case {
   }
 };
 
+// State sizes: real models' 16, and 13 and 19, which leave tails to the vector loops.
+constexpr int64_t kStateSizes[] = {16, 13, 19};
+
 TEST_P(SsmLevel, Mamba1MatchesTheFloat64Equations) {
-  const Mamba1Case m;
-  std::vector<float> window((m.K - 1) * m.C, 0.0f), state(m.C * m.N, 0.0f), conv(m.T * m.C), y(m.T * m.C);
-  m.run(kernels(), 0, m.T, window, state, conv, y, 0, m.C);
-  std::vector<float> z = m.z;
-  for (int64_t t = 0; t < m.T; ++t) gate_row(y.data() + t * m.C, z.data() + t * m.C, m.C);
-  EXPECT_LT(relative_error(y, m.reference()), 2e-6);
+  for (int64_t n : kStateSizes) {
+    const Mamba1Case m(n);
+    std::vector<float> window((m.K - 1) * m.C, 0.0f), state(m.C * m.N, 0.0f), conv(m.T * m.C), y(m.T * m.C);
+    m.run(kernels(), 0, m.T, window, state, conv, y, 0, m.C);
+    std::vector<float> z = m.z;
+    for (int64_t t = 0; t < m.T; ++t) gate_row(y.data() + t * m.C, z.data() + t * m.C, m.C);
+    EXPECT_LT(relative_error(y, m.reference()), 2e-6) << "state size " << n;
+  }
 }
 
 TEST_P(SsmLevel, Mamba1GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
-  const Mamba1Case m;
+  const Mamba1Case m(19);
   const Kernels k = kernels();
   std::vector<float> w1((m.K - 1) * m.C, 0.0f), s1(m.C * m.N, 0.0f), conv1(m.T * m.C), y1(m.T * m.C);
   m.run(k, 0, m.T, w1, s1, conv1, y1, 0, m.C);
@@ -151,6 +158,7 @@ TEST_P(SsmLevel, Mamba1GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
 
 // A Mamba-2 mixer's recurrent part: H heads of P channels, G groups.
 struct Mamba2Case {
+  explicit Mamba2Case(int64_t n = 16) : N(n) {}  // n: the state size, as Mamba1Case's
   int64_t T = 11, H = 4, P = 8, G = 2, N = 16;
   int64_t inner() const { return H * P; }
   std::vector<float> x = random_values(T * H * P, -2, 2, 11);
@@ -204,14 +212,16 @@ struct Mamba2Case {
 };
 
 TEST_P(SsmLevel, Mamba2MatchesTheFloat64Equations) {
-  const Mamba2Case m;
-  std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
-  m.run(kernels(), 0, m.T, state, y, 0, m.H);
-  EXPECT_LT(relative_error(y, m.reference()), 2e-6);
+  for (int64_t n : kStateSizes) {
+    const Mamba2Case m(n);
+    std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
+    m.run(kernels(), 0, m.T, state, y, 0, m.H);
+    EXPECT_LT(relative_error(y, m.reference()), 2e-6) << "state size " << n;
+  }
 }
 
 TEST_P(SsmLevel, Mamba2GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
-  const Mamba2Case m;
+  const Mamba2Case m(19);
   const Kernels k = kernels();
   std::vector<float> s1(m.H * m.P * m.N, 0.0f), y1(m.T * m.inner());
   m.run(k, 0, m.T, s1, y1, 0, m.H);
