@@ -9,8 +9,11 @@ Status BatchPlan::plan(const Batch& batch, const SequenceMemory& memory, const B
   const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
   if (n_rows == 0 || batch.seqs.empty()) return InvalidArgument("batch: empty batch");
   if (n_rows > INT32_MAX) return InvalidArgument("batch: batch of " + std::to_string(n_rows) + " tokens is too large");
-  if (limits.block_size < 0) return InvalidArgument("batch: the KV cache reports block size " + std::to_string(limits.block_size));
-  const bool attention_layers = limits.block_size > 0;
+  // Said, not inferred from block_size: a cache reporting blocks of 0 to a
+  // model with attention layers is an error, not a model without them.
+  const bool attention_layers = limits.attention_layers;
+  if (attention_layers && limits.block_size < 1)
+    return InvalidArgument("batch: the KV cache reports block size " + std::to_string(limits.block_size));
 
   row_pos.assign(static_cast<size_t>(n_rows), -1);
   row_seq.assign(static_cast<size_t>(n_rows), -1);

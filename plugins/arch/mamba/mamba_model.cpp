@@ -176,7 +176,7 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
 Status MambaModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
   if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("mamba: forward() needs a logits buffer");
   const MambaConfig& c = config_;
-  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, blocks::BatchLimits{c.vocab, c.max_context, 0}));
+  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, blocks::BatchLimits{c.vocab, c.max_context, /*attention_layers=*/false, 0}));
   const int64_t n_rows = plan_.n_rows();
   const int64_t d = c.n_embd, inner = c.d_inner;
   const auto eps = static_cast<float>(c.eps);

@@ -187,6 +187,23 @@ TEST(TransformerForwardCache, CacheConfiguredForAnotherModel) {
   EXPECT_NE(st.message().find("KV heads"), std::string::npos) << st.message();
 }
 
+// A cache whose attention pools report blocks of 0 rows is refused; a block
+// size of 0 no longer stands for "a model without attention layers"
+// (blocks::BatchLimits::attention_layers says that).
+TEST(TransformerForwardCache, BlocksOfZeroRowsAreRefused) {
+  Harness h(TinySpec{});
+  ASSERT_TRUE(h.ok());
+  TestKvCache zero_rows(0, 2);
+  ASSERT_TRUE(zero_rows.configure(h.model().state_spec()).ok());
+  const SeqId s = zero_rows.create_sequence().value();
+  std::vector<float> logits(50);
+  const std::vector<int32_t> tokens = {1};
+  const std::vector<BatchSeq> seqs = {{s, 0, 1, 0, 1}};
+  const Status st = h.model().forward(Batch{tokens, seqs}, zero_rows, logits.data());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("block size 0"), std::string::npos) << st.message();
+}
+
 // ---- plugin entry -------------------------------------------------------------
 
 TEST(TransformerPlugin, EntryDescribesOneArchitecturePlugin) {

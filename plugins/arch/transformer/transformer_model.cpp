@@ -99,7 +99,7 @@ Status TransformerModel::run(const Batch& batch, SequenceMemory& memory, float* 
   if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("transformer: forward() needs a logits buffer");
   const KvLayerView first_view = memory.layer(0);
   TESSERA_RETURN_IF_ERROR(check_view(first_view, 0, first_view.block_size));
-  const blocks::BatchLimits limits{config_.vocab, config_.max_context, first_view.block_size};
+  const blocks::BatchLimits limits{config_.vocab, config_.max_context, /*attention_layers=*/true, first_view.block_size};
   TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, limits));
 
   const int64_t n_rows = plan_.n_rows();

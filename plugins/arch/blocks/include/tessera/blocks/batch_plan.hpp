@@ -16,10 +16,10 @@
 namespace tessera::blocks {
 
 struct BatchLimits {
-  int64_t vocab = 0;        // token ids must lie in [0, vocab)
-  int64_t max_context = 0;  // n_past + n_tokens must not exceed it
-  int32_t block_size = 0;   // of the memory's attention pools; 0 for a model without
-                            // attention layers (no block tables are read then)
+  int64_t vocab = 0;              // token ids must lie in [0, vocab)
+  int64_t max_context = 0;        // n_past + n_tokens must not exceed it
+  bool attention_layers = true;   // false: a model without them (Mamba): no block tables are read
+  int32_t block_size = 0;         // of the memory's attention pools: at least 1 where attention_layers
 };
 
 // Vectors are cleared and refilled on each plan(), so their capacity is reused
