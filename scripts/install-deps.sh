@@ -7,7 +7,8 @@ packages=(
   cmake make ninja-build g++ clang libclang-rt-14-dev pkg-config python3 python3-pip python3-venv
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libomp-dev
-  libpcre2-dev libssl-dev jargon-text libcpp-httplib-dev chromium chromium-driver curl
+  libpcre2-dev libssl-dev jargon-text libcpp-httplib-dev chromium chromium-driver curl libeigen3-dev
+  bible-kjv bible-kjv-text
 )
 
 missing=()

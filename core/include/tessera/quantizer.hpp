@@ -4,12 +4,20 @@
 // "f32", "f16", "bf16", "ggml.q4_1", "gptq", ...). When a model is built, the
 // core hands each weight to the plugin that declares its format, so a third
 // party adds a format without touching the core.
+//
+// Offline quantization (ABI 3.2, `tessera quantize`): the core asks each quant
+// plugin for a WeightQuantizer per weight matrix; a calibrated method sees the
+// inputs the weight's Linear receives while the core runs the model over a
+// calibration text, then writes the weight in one of the plugin's formats.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/linear.hpp"
 #include "tessera/abi.hpp"
@@ -17,6 +25,42 @@
 #include "tessera/weights.hpp"
 
 namespace tessera {
+
+#if TESSERA_ABI_MINOR >= 2
+// What `tessera quantize` asks for, per weight (ABI 3.2).
+struct QuantizeSpec {
+  std::string method;       // "rtn", "gptq", ...
+  std::string format;       // the storage format to write, e.g. "ggml.q4_0"
+  int32_t bits = 4;
+  int32_t group_size = 32;  // input columns sharing a scale; -1: the whole row
+  bool symmetric = true;
+  bool act_order = false;   // GPTQ: columns in order of decreasing input energy
+  double damp = 0.01;       // GPTQ: this fraction of the mean Hessian diagonal is added to it
+};
+
+// A quantized weight: its stored bytes and how far it is from the original.
+struct QuantizedWeight {
+  DType dtype = DType::f32;     // the element/block type of `data` (GGUF's tensor type)
+  std::string format;           // the storage format, as a TensorRef::format
+  std::vector<std::byte> data;  // [out_features, in_features] in that format
+  // ||(W - Q) Xᵀ||² / ||W Xᵀ||² over the observed inputs X (with none
+  // observed, ||W - Q||² / ||W||²): the share of the output's energy lost.
+  double relative_error = 0;
+};
+
+// Quantizes one weight matrix W [out_features, in_features]. Made per weight;
+// for a calibrated method the core calls observe() with every input the
+// weight's Linear receives during calibration, then quantize() once.
+class WeightQuantizer : public AbiObject {
+ public:
+  // Whether this method uses inputs (RTN does not: the core skips calibration).
+  virtual bool wants_inputs() const noexcept = 0;
+  // x: [n_rows, in_features] f32, inputs of the Linear. May be called many times.
+  virtual Status observe(const float* x, int64_t n_rows) noexcept = 0;
+  // weight: [out_features, in_features] f32, row-major.
+  virtual Result<QuantizedWeight> quantize(const float* weight) noexcept = 0;
+};
+#endif
 
 class Quantizer : public PluginObject {
  public:
@@ -32,6 +76,17 @@ class Quantizer : public PluginObject {
   // embeddings and norms are read this way.
   virtual Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows,
                                  float* out) noexcept = 0;
+
+#if TESSERA_ABI_MINOR >= 2
+  // ABI 3.2, optional: a WeightQuantizer for `spec` and a weight of this shape.
+  // unsupported (saying why) when this plugin cannot write spec.format or run
+  // spec.method; invalid_argument when the shape or settings do not fit the format.
+  virtual Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const QuantizeSpec& /*spec*/,
+                                                                    int64_t /*out_features*/,
+                                                                    int64_t /*in_features*/) noexcept {
+    return Unsupported("this quant plugin does not quantize");
+  }
+#endif
 };
 
 }  // namespace tessera

@@ -13,6 +13,7 @@
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
 #include "weight_arena.hpp"
+#include "weight_quantizer.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -66,6 +67,11 @@ class GgmlQuantizer final : public Quantizer {
     } catch (const std::exception& e) {
       return Internal(std::string("ggml make_linear: ") + e.what());
     }
+  }
+
+  Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const QuantizeSpec& spec, int64_t out_features,
+                                                            int64_t in_features) noexcept override {
+    return make_weight_quantizer(spec, out_features, in_features);
   }
 
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept override {

@@ -1,0 +1,213 @@
+// Offline quantizers onto the legacy block grids: packing agrees with the
+// dequantizers, GPTQ reduces to rounding when inputs are uncorrelated and
+// beats it when they are not, and the error it reports is the real one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ggml_testing.hpp"
+#include "grid_quantize.hpp"
+#include "reference.hpp"
+#include "weight_quantizer.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_floats;
+
+constexpr DType kTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0};
+
+std::string name(DType t) { return std::string(dtype_name(t)); }
+
+// Inputs whose channels are strongly correlated and of unequal size, as a
+// transformer's are: x = z A with A mixing a few latent factors, plus noise.
+std::vector<float> correlated_inputs(int64_t n, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int kFactors = 8;
+  std::vector<float> mix(static_cast<size_t>(kFactors * cols));
+  for (auto& m : mix) m = normal(rng);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (int64_t i = 0; i < n; ++i) {
+    float z[kFactors];
+    for (float& v : z) v = normal(rng);
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = 0.1f * normal(rng);
+      for (int f = 0; f < kFactors; ++f) v += z[f] * mix[static_cast<size_t>(f * cols + c)];
+      x[static_cast<size_t>(i * cols + c)] = v * (1.0f + static_cast<float>(c % 7));
+    }
+  }
+  return x;
+}
+
+Eigen::MatrixXf hessian_of(const std::vector<float>& x, int64_t cols) {
+  const auto n = static_cast<int64_t>(x.size()) / cols;
+  const Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(x.data(), n, cols);
+  return m.transpose() * m;
+}
+
+// ||(W - Q) Xᵀ||² / ||W Xᵀ||² in double, straight from the definition.
+double output_error(const std::vector<float>& w, const std::vector<float>& q, const std::vector<float>& x,
+                    int64_t rows, int64_t cols) {
+  const auto n = static_cast<int64_t>(x.size()) / cols;
+  double lost = 0, energy = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double y = 0, yq = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double xv = x[static_cast<size_t>(i * cols + c)];
+        y += w[static_cast<size_t>(r * cols + c)] * xv;
+        yq += q[static_cast<size_t>(r * cols + c)] * xv;
+      }
+      lost += (y - yq) * (y - yq);
+      energy += y * y;
+    }
+  }
+  return lost / energy;
+}
+
+TEST(BlockGrid, PackedBytesHoldTheGridValues) {
+  constexpr int64_t kRows = 3, kCols = 32 * 5;
+  auto w = random_floats(kRows * kCols, 11);
+  w[7] = 0.0f;
+  for (int j = 64; j < 96; ++j) w[static_cast<size_t>(j)] = 0.0f;  // an all-zero block: d = 0
+  for (DType t : kTypes) {
+    const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
+    const auto bytes = g.pack();
+    ASSERT_EQ(bytes.size(), dtype_row_bytes(t, kCols) * kRows) << name(t);
+    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
+    for (int64_t r = 0; r < kRows; ++r)
+      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    g.values(from_grid.data());
+    for (size_t i = 0; i < from_grid.size(); ++i) {
+      ASSERT_EQ(from_bytes[i], from_grid[i]) << name(t) << " element " << i;
+      // Half a step from rounding; a full one where the symmetric grids clamp
+      // the side opposite the value of largest magnitude.
+      const float d = std::fabs(g.grid(static_cast<int64_t>(i) / kCols, static_cast<int64_t>(i) % kCols).d);
+      EXPECT_LE(std::fabs(from_grid[i] - w[i]), d * 1.01f + 1e-7f) << name(t) << " element " << i;
+    }
+  }
+}
+
+// With H a multiple of the identity no column's error reaches another: GPTQ
+// is rounding to nearest on the same grids, bit for bit, in either order.
+TEST(Gptq, UncorrelatedInputsMeanRoundToNearest) {
+  constexpr int64_t kRows = 8, kCols = 32 * 6;
+  const auto w = random_floats(kRows * kCols, 5);
+  const Eigen::MatrixXf h = 3.0f * Eigen::MatrixXf::Identity(kCols, kCols);
+  for (DType t : kTypes) {
+    const auto rtn = round_to_nearest(t, w.data(), kRows, kCols).pack();
+    for (bool act_order : {false, true}) {
+      auto g = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order});
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      EXPECT_EQ(g->pack(), rtn) << name(t) << (act_order ? " act-order" : "");
+    }
+  }
+}
+
+TEST(Gptq, CorrelatedInputsLoseLessThanRounding) {
+  constexpr int64_t kRows = 48, kCols = 32 * 8, kInputs = 1024;
+  const auto w = random_floats(kRows * kCols, 21);
+  const auto x = correlated_inputs(kInputs, kCols, 22);
+  const Eigen::MatrixXf h = hessian_of(x, kCols);
+  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0}) {
+    const auto rtn = round_to_nearest(t, w.data(), kRows, kCols);
+    const double rtn_error = relative_error(w.data(), rtn, h);
+    for (bool act_order : {false, true}) {
+      auto g = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .block_columns = 64});
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      const double error = relative_error(w.data(), *g, h);
+      EXPECT_LT(error, 0.6 * rtn_error) << name(t) << (act_order ? " act-order" : "") << ": " << error << " vs " << rtn_error;
+    }
+  }
+}
+
+// Through the plugin's interface: observe() in pieces, quantize(), and the
+// reported error equals ||(W - Q) Xᵀ||² / ||W Xᵀ||² computed directly.
+TEST(WeightQuantizer, ReportsTheOutputErrorOfWhatItWrote) {
+  constexpr int64_t kRows = 16, kCols = 32 * 4, kInputs = 96;
+  const auto w = random_floats(kRows * kCols, 31);
+  const auto x = correlated_inputs(kInputs, kCols, 32);
+  for (const char* method : {"rtn", "gptq"}) {
+    QuantizeSpec spec{.method = method, .format = "ggml.q4_1", .bits = 4, .group_size = 32, .symmetric = false};
+    auto wq = make_weight_quantizer(spec, kRows, kCols);
+    ASSERT_TRUE(wq.ok()) << wq.status().message();
+    EXPECT_EQ((*wq)->wants_inputs(), std::string(method) == "gptq");
+    ASSERT_TRUE((*wq)->observe(x.data(), 40).ok());
+    ASSERT_TRUE((*wq)->observe(x.data() + 40 * kCols, kInputs - 40).ok());
+    auto out = (*wq)->quantize(w.data());
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(out->dtype, DType::q4_1);
+    ASSERT_EQ(out->data.size(), dtype_row_bytes(DType::q4_1, kCols) * kRows);
+    std::vector<float> q(kRows * kCols);
+    for (int64_t r = 0; r < kRows; ++r)
+      dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(out->data.data() + r * dtype_row_bytes(DType::q4_1, kCols)),
+                          q.data() + r * kCols, kCols);
+    if (std::string(method) == "gptq") {
+      EXPECT_NEAR(out->relative_error, output_error(w, q, x, kRows, kCols), 1e-3 * out->relative_error + 1e-9);
+    } else {
+      double lost = 0, energy = 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        lost += (w[i] - q[i]) * (w[i] - q[i]);
+        energy += w[i] * w[i];
+      }
+      EXPECT_NEAR(out->relative_error, lost / energy, 1e-4 * lost / energy);
+    }
+  }
+}
+
+// Channels no calibration input touched, and no inputs at all: GPTQ still
+// writes every weight (rounded), nothing NaN.
+TEST(Gptq, NeverSeenChannelsAreRounded) {
+  constexpr int64_t kRows = 4, kCols = 64;
+  const auto w = random_floats(kRows * kCols, 41);
+  auto x = correlated_inputs(64, kCols, 42);
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t c = 10; c < 20; ++c) x[static_cast<size_t>(i * kCols + c)] = 0.0f;
+  for (const Eigen::MatrixXf& h : {hessian_of(x, kCols), Eigen::MatrixXf(Eigen::MatrixXf::Zero(kCols, kCols))}) {
+    auto g = gptq(DType::q8_0, w.data(), kRows, kCols, h, GptqSettings{});
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    std::vector<float> v(kRows * kCols);
+    g->values(v.data());
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(std::isfinite(v[i])) << i;
+  }
+  const auto rtn = round_to_nearest(DType::q8_0, w.data(), kRows, kCols).pack();
+  auto plain = gptq(DType::q8_0, w.data(), kRows, kCols, Eigen::MatrixXf::Zero(kCols, kCols), GptqSettings{});
+  EXPECT_EQ(plain->pack(), rtn);
+}
+
+TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
+  auto refused = [](QuantizeSpec spec, int64_t cols = 64) {
+    auto wq = make_weight_quantizer(spec, 8, cols);
+    return wq.ok() ? std::string("(accepted)") : wq.status().message();
+  };
+  const QuantizeSpec ok{.method = "gptq", .format = "ggml.q4_0", .bits = 4, .group_size = 32, .symmetric = true};
+  EXPECT_EQ(refused(ok), "(accepted)");
+  auto with = [&](auto change) {
+    QuantizeSpec s = ok;
+    change(s);
+    return s;
+  };
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.bits = 3; })),
+            "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 3-bit symmetric groups of 32");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.group_size = 128; })),
+            "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit symmetric groups of 128");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.group_size = -1; })),
+            "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit symmetric groups of a whole row");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.symmetric = false; })),
+            "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit asymmetric groups of 32");
+  EXPECT_EQ(refused(ok, 48), "ggml.q4_0 holds 4-bit symmetric groups of 32: a weight of 8x48 has rows that are not whole groups");
+  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.method = "awq"; })).find("not 'awq'"), std::string::npos);
+  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q4_k"; })).find("not 'ggml.q4_k'"), std::string::npos);
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) {
+              s.method = "rtn";
+              s.act_order = true;
+            })),
+            "act-order is a GPTQ setting");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.damp = 0; })), "GPTQ damping must be in (0, 1]");
+}
+
+}  // namespace
+}  // namespace tessera::ggml

@@ -1,0 +1,19 @@
+// weight_quantizer.hpp: the ggml plugin's offline quantizers (ABI 3.2):
+// round-to-nearest and GPTQ onto Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, the GGUF
+// block formats whose groups are 32 columns with one scale (and a minimum
+// for the asymmetric ones), so llama.cpp runs what they write.
+#pragma once
+
+#include <memory>
+
+#include "tessera/quantizer.hpp"
+
+namespace tessera::ggml {
+
+// invalid_argument when spec asks for something these formats cannot hold
+// (bits, symmetry or group size other than the format's, a row length not a
+// multiple of 32); unsupported for a method or format this plugin lacks.
+Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpec& spec, int64_t out_features,
+                                                               int64_t in_features);
+
+}  // namespace tessera::ggml
