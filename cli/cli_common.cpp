@@ -161,17 +161,20 @@ std::optional<int> parse_command_line(cxxopts::Options& options, int argc, char*
     std::string list;
     for (const auto& e : extra) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", e);
     std::string takes = fmt::format("{} takes no arguments besides its options", options.program());
-    if (syntax.positional != nullptr) {
-      std::string name = syntax.positional;
+    auto upper = [](std::string name) {
       for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      takes = fmt::format("{} takes one {}", options.program(), name);
-    }
+      return name;
+    };
+    if (syntax.positional != nullptr) takes = fmt::format("{} takes one {}", options.program(), upper(syntax.positional));
+    if (syntax.second_positional != nullptr) takes += fmt::format(" and one {}", upper(syntax.second_positional));
     if (syntax.extra_hint != nullptr) takes += fmt::format("; {}", syntax.extra_hint);
     return report_usage(
         fmt::format("unexpected argument{} {}: {} (see --help)", extra.size() > 1 ? "s" : "", list, takes));
   }
-  if (syntax.positional != nullptr && !args->count(syntax.positional))
-    return report_usage(syntax.missing != nullptr ? syntax.missing : "a required argument is missing (see --help)");
+  for (const char* positional : {syntax.positional, syntax.second_positional}) {
+    if (positional != nullptr && !args->count(positional))
+      return report_usage(syntax.missing != nullptr ? syntax.missing : "a required argument is missing (see --help)");
+  }
   configure_logging(args->count("verbose") > 0, args->count("quiet") > 0);
   return std::nullopt;
 }

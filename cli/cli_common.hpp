@@ -57,6 +57,7 @@ struct CommandSyntax {
   const char* positional = nullptr;  // the option its one positional argument fills (null: none)
   const char* missing = nullptr;     // the message when that argument is absent
   const char* extra_hint = nullptr;  // added to the message about arguments left over (may be null)
+  const char* second_positional = nullptr;  // a second one after it (quantize's OUTPUT), also required
 };
 
 // Adds -v/--verbose, -q/--quiet and -h/--help, parses, and handles --help.
@@ -76,5 +77,6 @@ int cmd_inspect(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 
 }  // namespace tessera::cli

@@ -25,6 +25,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", tessera::cli::cmd_bench, "measure prefill and decode speed"},
     {"perplexity", tessera::cli::cmd_perplexity, "perplexity of a text, scored as llama.cpp does"},
     {"serve", tessera::cli::cmd_serve, "serve a pipeline over the OpenAI HTTP API"},
+    {"quantize", tessera::cli::cmd_quantize, "quantize a model's weights (round-to-nearest, GPTQ) into a new GGUF"},
 };
 
 void print_usage() {

@@ -398,5 +398,29 @@ TEST(Cli, OutputFilesAreReplacedWhole) {
   EXPECT_EQ(nlohmann::json::parse(r.out.substr(brace))["generated_tokens"], 1) << r.out;
 }
 
+TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
+  expect_one_clear_error(run_command(kCli + " quantize in.gguf"), 2, "tessera quantize needs IN and OUT paths");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf c.gguf"), 2,
+                         "unexpected argument 'c.gguf': tessera quantize takes one INPUT and one OUTPUT");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --sym --asym"), 2, "contradict");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 3"), 2,
+                         "no GGUF block format holds 3-bit symmetric groups");
+}
+
+TEST(Cli, QuantizeKeepsAnExistingOutputAndWritesWithForce) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = write_file("quantized.gguf", "keep me");
+  const std::string command = kCli + " quantize " + kModel.string() + " " + out.string() + " --format q8_0";
+  expect_one_clear_error(run_command(command), 2, "exists; pass --force to replace it");
+  EXPECT_EQ(slurp(out), "keep me");
+  const auto r = run_command(command + " --force --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("210 weights quantized with rtn into ggml.q8_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bits per weight: 8.500"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dequantized to f32 first"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(out).substr(0, 4), "GGUF");
+  EXPECT_TRUE(files_starting_with(out.parent_path(), "quantized.gguf.tmp").empty());
+}
+
 }  // namespace
 }  // namespace tessera::test

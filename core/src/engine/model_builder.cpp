@@ -7,8 +7,8 @@
 namespace tessera {
 
 CoreModelBuilder::CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                                   AttentionFactory make_attention)
-    : weights_(weights), make_attention_(std::move(make_attention)) {
+                                   AttentionFactory make_attention, LinearWrapper wrap_linear)
+    : weights_(weights), make_attention_(std::move(make_attention)), wrap_linear_(std::move(wrap_linear)) {
   for (const auto& q : quantizers) {
     for (const auto& format : q->formats()) by_format_.try_emplace(std::string(format), q);
   }
@@ -93,11 +93,19 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
     if (bias != nullptr && (bias->numel() != weight->shape[0]))
       return CorruptData(fmt::format("{}: bias '{}' has {} elements, its weight has {} rows", weights_.source(),
                                      bias_name, bias->numel(), weight->shape[0]));
-    auto q = quantizer_for(*weight);
+    auto made = make_linear(*weight, bias);
+    if (!made.ok()) return made;
+    weights_.release_resident(*weight);
+    if (!wrap_linear_) return made;
+    return wrap_linear_(*weight, bias, std::move(made).value());
+  });
+}
+
+Result<std::unique_ptr<Linear>> CoreModelBuilder::make_linear(const TensorRef& weight, const TensorRef* bias) noexcept {
+  return guard([&]() -> Result<std::unique_ptr<Linear>> {
+    auto q = quantizer_for(weight);
     if (!q.ok()) return q.status();
-    auto made = (*q)->make_linear(*weight, bias);
-    if (made.ok()) weights_.release_resident(*weight);
-    return made;
+    return (*q)->make_linear(weight, bias);
   });
 }
 

@@ -16,6 +16,11 @@ namespace tessera {
 class CoreModelBuilder final : public ModelBuilder {
  public:
   using AttentionFactory = std::function<Result<std::shared_ptr<AttentionKernel>>()>;
+  // Given every Linear linear() makes, with the tensors it was made from;
+  // returns the Linear the model gets (`tessera quantize` wraps each one to
+  // observe its inputs and later swap in the quantized weight).
+  using LinearWrapper =
+      std::function<Result<std::unique_ptr<Linear>>(const TensorRef& weight, const TensorRef* bias, std::unique_ptr<Linear>)>;
 
   // `quantizers` in search order: the first to declare a format executes it.
   // Once linear() has handed a weight to its quant plugin, the file's pages of
@@ -23,7 +28,7 @@ class CoreModelBuilder final : public ModelBuilder {
   // never reads them again, and one that reads it in place faults them back.
   // `make_attention` runs on the first attention() call only.
   CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                   AttentionFactory make_attention);
+                   AttentionFactory make_attention, LinearWrapper wrap_linear = {});
 
   const WeightStore& weights() const noexcept override { return weights_; }
   Result<std::unique_ptr<Linear>> linear(std::string_view name, std::string_view bias_name = {}) noexcept override;
@@ -31,6 +36,9 @@ class CoreModelBuilder final : public ModelBuilder {
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept override;
   Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) noexcept override;
   Result<AttentionKernel*> attention() noexcept override;
+  // A Linear for `weight` (which need not be one of the file's tensors: a
+  // quantized copy, say) from the quant plugin that executes its format; not wrapped.
+  Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept;
   void warn(std::string_view message) noexcept override;
 
   // Formats some plugin executes, for messages.
@@ -44,6 +52,7 @@ class CoreModelBuilder final : public ModelBuilder {
   const ModelFile& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;
   AttentionFactory make_attention_;
+  LinearWrapper wrap_linear_;
   std::shared_ptr<AttentionKernel> attention_;
 };
 

@@ -43,7 +43,8 @@ Result<std::shared_ptr<Architecture>> choose_architecture(const Pipeline& pipeli
 
 Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const PluginRegistry& registry) {
+Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const PluginRegistry& registry,
+                                               const CoreModelBuilder::LinearWrapper& wrap_linear) {
   std::unique_ptr<Session> s(new Session());
   s->pipeline_ = pipeline;
 
@@ -82,9 +83,10 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
 
   // The attention kernel is made only if the model asks for one: a model
   // without attention layers runs with whatever [attention] says.
-  CoreModelBuilder builder(*s->file_, s->quantizers_, [&]() {
-    return registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params);
-  });
+  CoreModelBuilder builder(
+      *s->file_, s->quantizers_,
+      [&]() { return registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params); },
+      wrap_linear);
   auto model = s->arch_->build(builder);
   if (!model.ok()) return model.status();
   s->model_ = std::move(model).value();
@@ -248,6 +250,18 @@ Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {
   memory_->release(*seq);
   if (!status.ok()) return status;
   return logits;
+}
+
+Status Session::run_through(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return InvalidArgument("nothing to run: no tokens");
+  if (static_cast<int64_t>(tokens.size()) > context_)
+    return InvalidArgument(fmt::format("{} tokens do not fit the context of {}", tokens.size(), context_));
+  std::vector<float> last_logits(static_cast<size_t>(vocab_size()));
+  auto seq = memory_->create_sequence();
+  if (!seq.ok()) return seq.status();
+  const Status status = extend(*seq, tokens, 0, /*all_logits=*/false, last_logits.data());
+  memory_->release(*seq);
+  return status;
 }
 
 nlohmann::json Session::plugin_stats() const {

@@ -20,6 +20,7 @@
 
 #include "backend/cpu/thread_governor.hpp"
 #include "engine/metrics.hpp"
+#include "engine/model_builder.hpp"
 #include "engine/request.hpp"
 #include "engine/speculation_stats.hpp"
 #include "pipeline/pipeline.hpp"
@@ -40,7 +41,9 @@ using TextSink = std::function<void(std::string_view)>;
 class Session {
  public:
   ~Session();
-  static Result<std::unique_ptr<Session>> open(const Pipeline& pipeline, const PluginRegistry& registry);
+  // `wrap_linear` (optional) sees every Linear the model is built with (`tessera quantize`).
+  static Result<std::unique_ptr<Session>> open(const Pipeline& pipeline, const PluginRegistry& registry,
+                                               const CoreModelBuilder::LinearWrapper& wrap_linear = {});
 
   // The request [run] and [sampling] describe (a seed of -1 becomes a fresh one).
   GenerationRequest request_from_pipeline() const;
@@ -65,6 +68,10 @@ class Session {
   // [tokens.size(), vocab], else the last token's row [vocab].
   Status extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits, float* logits);
 
+  // Runs `tokens` as one fresh sequence for what the forward does on the way
+  // (calibration), keeping only the last logits row, which it discards.
+  Status run_through(std::span<const int32_t> tokens);
+
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   // What drafts tokens for the scheduler to verify ([speculative]); null when off.
   DraftProposer* draft_proposer();
@@ -76,6 +83,8 @@ class Session {
   // Whether the memory can drop tokens (truncate): all its layers are attention.
   bool memory_truncates() const { return memory_truncates_; }
   const ModelFile& file() const { return *file_; }
+  // Every quant plugin, in the order the model builder searches them.
+  const std::vector<std::shared_ptr<Quantizer>>& quantizers() const { return quantizers_; }
   int64_t vocab_size() const { return model_->vocab_size(); }
   int64_t context_length() const { return context_; }
   // The error for logits that came out NaN or infinite: the model file may be

@@ -1,0 +1,142 @@
+// tessera quantize IN OUT --method rtn|gptq [--format F | --bits N --sym/--asym] [--group-size N]
+//   [--act-order] [--damp X] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "cli_common.hpp"
+#include "cxxopts_include.hpp"
+#include "engine/quantize_model.hpp"
+#include "io/read_file.hpp"
+#include "plugin/registry.hpp"
+
+namespace tessera::cli {
+namespace {
+
+// The block format a bit width and symmetry name, when --format is absent.
+std::optional<std::string> format_for(int bits, bool symmetric) {
+  if (bits == 4) return symmetric ? "q4_0" : "q4_1";
+  if (bits == 5) return symmetric ? "q5_0" : "q5_1";
+  if (bits == 8 && symmetric) return "q8_0";
+  return std::nullopt;
+}
+
+// The bits and symmetry a format implies, for flags not given.
+void implied_by(const std::string& format, int* bits, bool* symmetric) {
+  if (format.size() < 4 || format[0] != 'q') return;
+  *bits = format[1] - '0';
+  *symmetric = format.ends_with("_0");
+}
+
+void print_progress(const QuantizeProgress& p) {
+  constexpr int kWidth = 30;
+  const auto filled = static_cast<int>(kWidth * p.done / std::max<int64_t>(1, p.total));
+  const double eta = p.done > 0 ? p.elapsed_seconds / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0;
+  const std::string layer = p.done < p.total ? fmt::format("layer {}/{} {}", p.done + 1, p.total, p.stage)
+                                             : fmt::format("{} layers", p.total);
+  fmt::print(stderr, "\r[{}{}] {}, {:.0f} s{}", std::string(static_cast<size_t>(filled), '#'),
+             std::string(static_cast<size_t>(kWidth - filled), '.'), layer, p.elapsed_seconds,
+             p.done > 0 && p.done < p.total ? fmt::format(", about {:.0f} s left   ", eta) : std::string("        "));
+}
+
+void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
+  if (!r.dequantized_types.empty())
+    fmt::print("note: the input's weights were stored as {}; they were dequantized to f32 first, so the output "
+               "carries both roundings\n",
+               fmt::join(r.dequantized_types, ", "));
+  fmt::print("{} -> {}: {} weights quantized with {} into {}\n", job.input, job.output, r.weights.size(), r.method,
+             r.format);
+  fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
+             r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
+  if (r.calibration_tokens > 0)
+    fmt::print("  calibration: {} tokens, {:.1f} s of forwards\n", r.calibration_tokens, r.calibration_seconds);
+  fmt::print("  time: {:.1f} s\n", r.seconds);
+  const QuantizedWeightReport* worst = nullptr;
+  for (const auto& w : r.weights)
+    if (worst == nullptr || w.relative_error > worst->relative_error) worst = &w;
+  fmt::print("  relative output error: mean {:.3e}{}\n", r.mean_relative_error(),
+             worst != nullptr ? fmt::format(", largest {:.3e} ({})", worst->relative_error, worst->name) : "");
+}
+
+}  // namespace
+
+int cmd_quantize(int argc, char** argv) {
+  cxxopts::Options options("tessera quantize",
+                           "Quantize the Linear weights of a GGUF model's layers into a new GGUF that llama.cpp runs "
+                           "too: round-to-nearest, or GPTQ calibrated on a text through the model itself.");
+  options.positional_help("IN OUT");
+  options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
+      "output", "the GGUF to write", cxxopts::value<std::string>())(
+      "method", "rtn or gptq", cxxopts::value<std::string>()->default_value("rtn"))(
+      "format", "q4_0, q4_1, q5_0, q5_1 or q8_0 (default: from --bits and --sym/--asym)",
+      cxxopts::value<std::string>())("bits", "bits per weight value (4, 5 or 8; default 4)", cxxopts::value<int>())(
+      "group-size", "input columns sharing a scale (GGUF's block formats: 32; -1: a whole row)",
+      cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
+      "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
+      "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value("0.01"))(
+      "calibration", "calibration text file (GPTQ)", cxxopts::value<std::string>())(
+      "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
+      "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
+      "force", "replace OUT if it exists");
+  add_shared_options(options, kThreadsOption | kJsonOption);
+  options.parse_positional({"input", "output"});
+  cxxopts::ParseResult args;
+  const CommandSyntax syntax{"input", "tessera quantize needs IN and OUT paths (see --help)", nullptr, "output"};
+  if (auto exit = parse_command_line(options, argc, argv, &args, syntax)) return *exit;
+  if (args.count("sym") && args.count("asym")) return report_usage("--sym and --asym contradict each other");
+
+  QuantizeJob job;
+  job.input = args["input"].as<std::string>();
+  job.output = args["output"].as<std::string>();
+  job.force = args.count("force") > 0;
+  job.threads = args.count("threads") ? args["threads"].as<int32_t>() : 0;
+  job.samples = args["samples"].as<int64_t>();
+  job.sample_tokens = args["sample-tokens"].as<int64_t>();
+  QuantizeSpec& spec = job.spec;
+  spec.method = args["method"].as<std::string>();
+  spec.group_size = args["group-size"].as<int>();
+  spec.act_order = args.count("act-order") > 0;
+  spec.damp = args["damp"].as<double>();
+  spec.bits = 4;
+  spec.symmetric = true;
+  std::string format;
+  if (args.count("format")) {
+    format = args["format"].as<std::string>();
+    implied_by(format, &spec.bits, &spec.symmetric);
+  }
+  if (args.count("bits")) spec.bits = args["bits"].as<int>();
+  if (args.count("sym")) spec.symmetric = true;
+  if (args.count("asym")) spec.symmetric = false;
+  if (format.empty()) {
+    const auto f = format_for(spec.bits, spec.symmetric);
+    if (!f)
+      return report_usage(fmt::format("no GGUF block format holds {}-bit {} groups; pass --format (see --help)",
+                                      spec.bits, spec.symmetric ? "symmetric" : "asymmetric"));
+    format = *f;
+  }
+  spec.format = "ggml." + format;
+
+  if (args.count("calibration")) {
+    const auto text = read_file(args["calibration"].as<std::string>(), "calibration text");
+    if (!text.ok()) return report(text.status());
+    job.calibration_text = *text;
+  }
+
+  const bool quiet = args.count("quiet") > 0 || args.count("json") > 0;
+  PluginRegistry registry;
+  auto report_or = quantize_model(job, registry, [&](const QuantizeProgress& p) {
+    if (!quiet) print_progress(p);
+  });
+  if (!quiet) fmt::print(stderr, "\n");
+  if (!report_or.ok()) return report(report_or.status());
+  if (args.count("json")) {
+    fmt::print("{}\n", report_or->to_json().dump(2));
+  } else if (args.count("quiet") == 0) {
+    print_summary(job, *report_or);
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

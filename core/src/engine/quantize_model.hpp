@@ -1,0 +1,80 @@
+// quantize_model.hpp: `tessera quantize`: a GGUF model's Linear weights
+// quantized by a quant plugin's WeightQuantizer (ABI 3.2), written as a new GGUF.
+//
+// The model is opened as `tessera run` opens it (its architecture plugin
+// builds it), with every Linear wrapped (calibration_linear.hpp). The weights
+// quantized are those of the numbered layers (GGUF "blk.N."); the rest
+// (embeddings, norms, the output head) are copied as they are. A method that
+// wants inputs (GPTQ) calibrates layer by layer: for layer l, every
+// calibration sample runs through the model with layers before l already
+// quantized, layer l's Linears handing their inputs to their quantizers, and
+// the forward stopped after layer l. Input weights stored in a block format
+// are dequantized to f32 first (the report lists those types).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plugin/registry.hpp"
+#include "tessera/quantizer.hpp"
+
+namespace tessera {
+
+struct QuantizeJob {
+  std::string input;   // a GGUF file
+  std::string output;  // the GGUF to write (through a temporary file renamed into place)
+  QuantizeSpec spec;
+  std::string calibration_text;  // for methods that want inputs
+  int64_t samples = 128;         // calibration windows ...
+  int64_t sample_tokens = 512;   // ... of this many tokens, consecutive in the text
+  int64_t threads = 0;           // 0: every core
+  bool force = false;            // replace an existing output
+};
+
+struct QuantizedWeightReport {
+  std::string name;
+  std::string source_type;  // as stored in the input
+  int64_t rows = 0;
+  int64_t cols = 0;
+  double relative_error = 0;  // QuantizedWeight::relative_error
+};
+
+struct QuantizeReport {
+  std::string method;
+  std::string format;
+  std::vector<QuantizedWeightReport> weights;  // in the order quantized
+  std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first
+  uint64_t quantized_elements = 0;
+  uint64_t quantized_bytes = 0;
+  uint64_t tensor_elements = 0;  // every tensor of the output
+  uint64_t tensor_bytes = 0;
+  uint64_t output_file_bytes = 0;
+  int64_t calibration_tokens = 0;
+  double calibration_seconds = 0;  // forwards over the calibration samples
+  double seconds = 0;              // the whole job
+
+  double bits_per_weight() const;       // of the quantized weights
+  double file_bits_per_weight() const;  // of every tensor's data
+  double mean_relative_error() const;
+  nlohmann::json to_json() const;
+};
+
+struct QuantizeProgress {
+  int64_t done = 0;   // layers finished
+  int64_t total = 0;  // layers
+  std::string_view stage;  // of layer done + 1: "calibrating", "quantizing"; "done" after each layer
+  double elapsed_seconds = 0;
+};
+
+// Errors: invalid_argument for settings the job cannot run with (the output
+// exists without force, a calibration text too short, a format that cannot
+// hold the spec, an input that is not a GGUF), others from the model and plugins.
+Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& registry,
+                                      const std::function<void(const QuantizeProgress&)>& progress = {});
+
+}  // namespace tessera

@@ -1,0 +1,154 @@
+// `tessera quantize` on the real default model (core/src/engine/quantize_model.hpp):
+// what it writes loads, runs, and holds what the quantizer chose; calibration
+// runs layer by layer; bad jobs fail before anything is written.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "engine/quantize_model.hpp"
+#include "model/gguf.hpp"
+#include "model/model_file.hpp"
+#include "model_fixture.hpp"
+
+namespace tessera::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera_quantize_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+// Ordinary English, repeated: the tokens calibration needs, without a file.
+std::string calibration_text() {
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text += "The quick brown fox jumps over the lazy dog while the farmer counts " + std::to_string(i) +
+            " sheep in the field, and the river runs past the old mill towards the sea. ";
+  return text;
+}
+
+QuantizeJob job_for(const std::string& output, const std::string& method, const std::string& format, bool symmetric) {
+  QuantizeJob job;
+  job.input = kModel.string();
+  job.output = output;
+  job.spec.method = method;
+  job.spec.format = "ggml." + format;
+  job.spec.bits = 4;
+  job.spec.symmetric = symmetric;
+  job.threads = 2;
+  job.force = true;
+  return job;
+}
+
+std::string greedy_text(const fs::path& model) {
+  auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", model.string()}});
+  if (!session) return "(no session)";
+  auto r = session->generate(greedy("Name three colours.", 12));
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? r->text : "(failed)";
+}
+
+#define SKIP_WITHOUT_MODEL() \
+  if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh")
+
+// The default model is Q4_1: rounding it to Q4_1 again finds every value on
+// its grid, so the new file holds the same weights and generates the same text.
+TEST(Quantize, RoundingQ4_1IntoQ4_1KeepsEveryWeight) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("rtn_q4_1.gguf");
+  auto report = quantize_model(job_for(out.string(), "rtn", "q4_1", false), test_registry());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->weights.size(), 30u * 7u);
+  EXPECT_EQ(report->dequantized_types, std::vector<std::string>{"q4_1"});
+  EXPECT_DOUBLE_EQ(report->bits_per_weight(), 5.0);
+  for (const auto& w : report->weights) EXPECT_LT(w.relative_error, 1e-6) << w.name;
+
+  auto original = open_model(kModel.string());
+  auto written = open_model(out.string());
+  ASSERT_TRUE(original.ok() && written.ok());
+  const auto& meta = *(*written)->gguf();
+  EXPECT_EQ(meta.get_string("tessera.quantize.method").value_or(""), "rtn");
+  EXPECT_EQ(meta.get_int("general.file_type").value_or(-1), 3);
+  EXPECT_EQ((*written)->tensors().size(), (*original)->tensors().size());
+  EXPECT_EQ(greedy_text(out), greedy_text(kModel));
+}
+
+// GPTQ into Q4_0, calibrated on a short text: every layer's weights are
+// quantized, the file runs, and each reports a finite, small output error.
+TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("gptq_q4_0.gguf");
+  QuantizeJob job = job_for(out.string(), "gptq", "q4_0", true);
+  job.calibration_text = calibration_text();
+  job.samples = 2;
+  job.sample_tokens = 48;
+  std::vector<int64_t> progress;
+  auto report = quantize_model(job, test_registry(), [&](const QuantizeProgress& p) { progress.push_back(p.done); });
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->weights.size(), 30u * 7u);
+  EXPECT_EQ(report->calibration_tokens, 96);
+  EXPECT_EQ(progress.back(), 30);
+  for (const auto& w : report->weights) {
+    EXPECT_TRUE(std::isfinite(w.relative_error)) << w.name;
+    EXPECT_LT(w.relative_error, 0.05) << w.name;
+  }
+  EXPECT_DOUBLE_EQ(report->bits_per_weight(), 4.5);
+  EXPECT_FALSE(greedy_text(out).empty());
+  auto written = open_model(out.string());
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.method").value_or(""), "gptq");
+  EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
+}
+
+TEST(Quantize, BadJobsFailBeforeWritingAnything) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("never_written.gguf");
+  fs::remove(out);
+  auto message = [&](QuantizeJob job) {
+    auto r = quantize_model(job, test_registry());
+    EXPECT_FALSE(fs::exists(out)) << job.spec.method;
+    return r.ok() ? std::string("(ok)") : r.status().message();
+  };
+  QuantizeJob gptq = job_for(out.string(), "gptq", "q4_0", true);
+  gptq.force = false;
+  EXPECT_NE(message(gptq).find("give it a text (--calibration FILE)"), std::string::npos);
+  gptq.calibration_text = "far too short";
+  gptq.samples = 4;
+  gptq.sample_tokens = 64;
+  EXPECT_NE(message(gptq).find("4 samples of 64 tokens need 256"), std::string::npos) << message(gptq);
+  gptq.calibration_text = calibration_text();
+  gptq.sample_tokens = 100000;
+  EXPECT_NE(message(gptq).find("do not fit the model's context"), std::string::npos);
+
+  QuantizeJob awq = job_for(out.string(), "awq", "q4_0", true);
+  EXPECT_NE(message(awq).find("no quant plugin quantizes with method 'awq'"), std::string::npos);
+  QuantizeJob wide = job_for(out.string(), "rtn", "q4_0", true);
+  wide.spec.group_size = 128;
+  EXPECT_NE(message(wide).find("holds 4-bit symmetric groups of 32"), std::string::npos);
+  QuantizeJob folder = job_for(out.string(), "rtn", "q4_0", true);
+  folder.input = fs::temp_directory_path().string();
+  EXPECT_NE(message(folder).find("reads GGUF files"), std::string::npos);
+
+  // An existing output is kept unless forced.
+  std::ofstream(out) << "keep me";
+  QuantizeJob exists = job_for(out.string(), "rtn", "q4_0", true);
+  exists.force = false;
+  auto r = quantize_model(exists, test_registry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exists; pass --force"), std::string::npos);
+  std::ifstream in(out);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "keep me");
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace tessera::test
