@@ -68,7 +68,10 @@ TEST(Quantize, RoundingQ4_1IntoQ4_1KeepsEveryWeight) {
   EXPECT_EQ(report->weights.size(), 30u * 7u);
   EXPECT_EQ(report->dequantized_types, std::vector<std::string>{"q4_1"});
   EXPECT_DOUBLE_EQ(report->bits_per_weight(), 5.0);
-  for (const auto& w : report->weights) EXPECT_LT(w.relative_error, 1e-6) << w.name;
+  for (const auto& w : report->weights) {
+    EXPECT_LT(w.relative_error, 1e-6) << w.name;
+    EXPECT_EQ(w.rounding_relative_error, w.relative_error) << w.name;
+  }
 
   auto original = open_model(kModel.string());
   auto written = open_model(out.string());
@@ -98,7 +101,13 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   for (const auto& w : report->weights) {
     EXPECT_TRUE(std::isfinite(w.relative_error)) << w.name;
     EXPECT_LT(w.relative_error, 0.05) << w.name;
+    // Every row of every sample, in the last layer too (where a forward
+    // that wants fewer logits narrows to those rows).
+    EXPECT_EQ(w.calibration_rows, 96) << w.name;
+    // On the inputs it was calibrated on GPTQ loses less than rounding.
+    EXPECT_LT(w.relative_error, w.rounding_relative_error) << w.name;
   }
+  EXPECT_LT(report->mean_gain_over_rounding(), 0.8);
   EXPECT_DOUBLE_EQ(report->bits_per_weight(), 4.5);
   EXPECT_FALSE(greedy_text(out).empty());
   auto written = open_model(out.string());

@@ -46,6 +46,9 @@ struct QuantizedWeight {
   // ||(W - Q) Xᵀ||² / ||W Xᵀ||² over the observed inputs X (with none
   // observed, ||W - Q||² / ||W||²): the share of the output's energy lost.
   double relative_error = 0;
+  // The same for rounding each weight to nearest in the same format: what a
+  // calibrated method gained (equal to relative_error for round-to-nearest).
+  double rounding_relative_error = 0;
 };
 
 // Quantizes one weight matrix W [out_features, in_features]. Made per weight;

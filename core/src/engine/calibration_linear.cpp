@@ -9,6 +9,7 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
       return Unavailable("the calibration pass ends before this layer");
     case Role::observe:
       TESSERA_RETURN_IF_ERROR(observer_->observe(x, n_rows));
+      observed_rows_ += n_rows;
       return reference_->forward(x, y, n_rows);
     case Role::quantized: return quantized_->forward(x, y, n_rows);
     case Role::reference: break;

@@ -41,6 +41,8 @@ class CalibrationLinear final : public Linear {
     role_ = Role::quantized;
   }
   Role role() const { return role_; }
+  // Input rows handed to the quantizer so far.
+  int64_t observed_rows() const { return observed_rows_; }
 
   int64_t in_features() const noexcept override { return current().in_features(); }
   int64_t out_features() const noexcept override { return current().out_features(); }
@@ -55,6 +57,7 @@ class CalibrationLinear final : public Linear {
   WeightQuantizer* observer_ = nullptr;
   bool* stopped_;
   Role role_ = Role::reference;
+  int64_t observed_rows_ = 0;
 };
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -182,13 +183,26 @@ double QuantizeReport::mean_relative_error() const {
   return sum / static_cast<double>(weights.size());
 }
 
+double QuantizeReport::mean_gain_over_rounding() const {
+  double log_sum = 0;
+  int64_t n = 0;
+  for (const auto& w : weights) {
+    if (w.relative_error <= 0 || w.rounding_relative_error <= 0) continue;
+    log_sum += std::log(w.relative_error / w.rounding_relative_error);
+    ++n;
+  }
+  return n > 0 ? std::exp(log_sum / static_cast<double>(n)) : 1.0;
+}
+
 nlohmann::json QuantizeReport::to_json() const {
   nlohmann::json per_weight = nlohmann::json::array();
   for (const auto& w : weights)
     per_weight.push_back({{"name", w.name},
                           {"source_type", w.source_type},
                           {"shape", {w.rows, w.cols}},
-                          {"relative_error", w.relative_error}});
+                          {"relative_error", w.relative_error},
+                          {"rounding_relative_error", w.rounding_relative_error},
+                          {"calibration_rows", w.calibration_rows}});
   return {{"method", method},
           {"format", format},
           {"weights_quantized", weights.size()},
@@ -200,6 +214,7 @@ nlohmann::json QuantizeReport::to_json() const {
           {"calibration_seconds", calibration_seconds},
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
+          {"mean_gain_over_rounding", mean_gain_over_rounding()},
           {"weights", per_weight}};
 }
 
@@ -296,7 +311,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
                                     quantized->data.size(), dtype_name(quantized->dtype), w.shape[0], w.shape[1],
                                     expected));
       QuantizedWeight& kept = done[w.name] = std::move(quantized).value();
-      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), w.shape[0], w.shape[1], kept.relative_error});
+      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), w.shape[0], w.shape[1], kept.relative_error,
+                                kept.rounding_relative_error, t->linear->observed_rows()});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
       report.quantized_bytes += kept.data.size();
 

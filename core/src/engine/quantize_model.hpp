@@ -41,7 +41,9 @@ struct QuantizedWeightReport {
   std::string source_type;  // as stored in the input
   int64_t rows = 0;
   int64_t cols = 0;
-  double relative_error = 0;  // QuantizedWeight::relative_error
+  double relative_error = 0;           // QuantizedWeight::relative_error
+  double rounding_relative_error = 0;  // QuantizedWeight::rounding_relative_error
+  int64_t calibration_rows = 0;        // input rows its quantizer observed
 };
 
 struct QuantizeReport {
@@ -61,6 +63,9 @@ struct QuantizeReport {
   double bits_per_weight() const;       // of the quantized weights
   double file_bits_per_weight() const;  // of every tensor's data
   double mean_relative_error() const;
+  // Geometric mean over the weights of relative_error / rounding_relative_error
+  // (1 for round-to-nearest; below 1 where calibration helped).
+  double mean_gain_over_rounding() const;
   nlohmann::json to_json() const;
 };
 

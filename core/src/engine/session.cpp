@@ -256,10 +256,10 @@ Status Session::run_through(std::span<const int32_t> tokens) {
   if (tokens.empty()) return InvalidArgument("nothing to run: no tokens");
   if (static_cast<int64_t>(tokens.size()) > context_)
     return InvalidArgument(fmt::format("{} tokens do not fit the context of {}", tokens.size(), context_));
-  std::vector<float> last_logits(static_cast<size_t>(vocab_size()));
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab_size()));
   auto seq = memory_->create_sequence();
   if (!seq.ok()) return seq.status();
-  const Status status = extend(*seq, tokens, 0, /*all_logits=*/false, last_logits.data());
+  const Status status = extend(*seq, tokens, 0, /*all_logits=*/true, logits.data());
   memory_->release(*seq);
   return status;
 }

@@ -69,7 +69,9 @@ class Session {
   Status extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits, float* logits);
 
   // Runs `tokens` as one fresh sequence for what the forward does on the way
-  // (calibration), keeping only the last logits row, which it discards.
+  // (calibration). Logits are asked for every row, so that every layer works
+  // on every row (a model may narrow its last layer to the rows whose logits
+  // are wanted); they are discarded.
   Status run_through(std::span<const int32_t> tokens);
 
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }

@@ -147,6 +147,11 @@ TEST(WeightQuantizer, ReportsTheOutputErrorOfWhatItWrote) {
                           q.data() + r * kCols, kCols);
     if (std::string(method) == "gptq") {
       EXPECT_NEAR(out->relative_error, output_error(w, q, x, kRows, kCols), 1e-3 * out->relative_error + 1e-9);
+      std::vector<float> rounded(kRows * kCols);
+      round_to_nearest(DType::q4_1, w.data(), kRows, kCols).values(rounded.data());
+      EXPECT_NEAR(out->rounding_relative_error, output_error(w, rounded, x, kRows, kCols),
+                  1e-3 * out->rounding_relative_error);
+      EXPECT_LT(out->relative_error, out->rounding_relative_error);
     } else {
       double lost = 0, energy = 0;
       for (size_t i = 0; i < w.size(); ++i) {
@@ -154,6 +159,7 @@ TEST(WeightQuantizer, ReportsTheOutputErrorOfWhatItWrote) {
         energy += w[i] * w[i];
       }
       EXPECT_NEAR(out->relative_error, lost / energy, 1e-4 * lost / energy);
+      EXPECT_EQ(out->rounding_relative_error, out->relative_error);
     }
   }
 }

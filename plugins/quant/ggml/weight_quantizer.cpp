@@ -64,6 +64,9 @@ class GridWeightQuantizer final : public WeightQuantizer {
       out.format = spec_.format;
       out.data = grid.pack();
       out.relative_error = relative_error(weight, grid, hessian_);
+      out.rounding_relative_error =
+          spec_.method == "rtn" ? out.relative_error
+                                : relative_error(weight, round_to_nearest(type_, weight, rows_, cols_), hessian_);
       return out;
     } catch (const std::exception& e) {
       return exception_status(e.what());
