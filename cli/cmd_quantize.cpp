@@ -1,5 +1,5 @@
-// tessera quantize IN OUT --method rtn|gptq [--format F | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--damp X] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+// tessera quantize IN OUT --method rtn|gptq|awq [--format F | --bits N --sym/--asym] [--group-size N]
+//   [--act-order] [--damp X] [--awq-grid N] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -61,6 +61,14 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   if (r.method != "rtn")
     fmt::print("  against rounding to nearest on the calibration inputs: {:.3f}x its output error (geometric mean)\n",
                r.mean_gain_over_rounding());
+  if (!r.scale_groups.empty()) {
+    double exponents = 0;
+    for (const auto& g : r.scale_groups) exponents += g.exponent;
+    fmt::print("  AWQ scales: {} groups, mean exponent {:.2f}, rounding error under them {:.3f}x that without "
+               "(geometric mean)\n",
+               r.scale_groups.size(), exponents / static_cast<double>(r.scale_groups.size()),
+               r.mean_scale_loss_ratio());
+  }
 }
 
 }  // namespace
@@ -68,20 +76,21 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
 int cmd_quantize(int argc, char** argv) {
   cxxopts::Options options("tessera quantize",
                            "Quantize the Linear weights of a GGUF model's layers into a new GGUF that llama.cpp runs "
-                           "too: round-to-nearest, or GPTQ calibrated on a text through the model itself.");
+                           "too: round-to-nearest, or GPTQ or AWQ calibrated on a text through the model itself.");
   options.positional_help("IN OUT");
   options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
       "output", "the GGUF to write", cxxopts::value<std::string>())(
-      "method", "rtn or gptq", cxxopts::value<std::string>()->default_value("rtn"))(
+      "method", "rtn, gptq or awq", cxxopts::value<std::string>()->default_value("rtn"))(
       "format", "q4_0, q4_1, q5_0, q5_1 or q8_0 (default: from --bits and --sym/--asym)",
       cxxopts::value<std::string>())("bits", "bits per weight value (4, 5 or 8; default 4)", cxxopts::value<int>())(
       "group-size", "input columns sharing a scale (GGUF's block formats: 32; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
       "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
       "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value("0.01"))(
-      "calibration", "calibration text file (GPTQ)", cxxopts::value<std::string>())(
+      "calibration", "calibration text file (GPTQ, AWQ)", cxxopts::value<std::string>())(
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
+      "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
       "force", "replace OUT if it exists");
   add_shared_options(options, kThreadsOption | kJsonOption);
   options.parse_positional({"input", "output"});
@@ -97,6 +106,7 @@ int cmd_quantize(int argc, char** argv) {
   job.threads = args.count("threads") ? args["threads"].as<int32_t>() : 0;
   job.samples = args["samples"].as<int64_t>();
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
+  job.awq_grid = args["awq-grid"].as<int>();
   QuantizeSpec& spec = job.spec;
   spec.method = args["method"].as<std::string>();
   spec.group_size = args["group-size"].as<int>();

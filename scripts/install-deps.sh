@@ -8,7 +8,7 @@ packages=(
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libomp-dev
   libpcre2-dev libssl-dev jargon-text libcpp-httplib-dev chromium chromium-driver curl libeigen3-dev
-  bible-kjv bible-kjv-text
+  bible-kjv bible-kjv-text libopenblas-dev
 )
 
 missing=()

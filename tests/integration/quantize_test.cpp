@@ -5,10 +5,14 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "engine/perplexity.hpp"
 #include "engine/quantize_model.hpp"
 #include "model/gguf.hpp"
 #include "model/model_file.hpp"
@@ -116,6 +120,65 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
 }
 
+// AWQ, calibrated on a short text, into Q8_0, where rounding barely matters:
+// the file must score as plain rounding's Q8_0 does. The scales change every
+// norm and most weights, and only a fold that leaves the model's function as
+// it was keeps the perplexity where it is.
+TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
+  SKIP_WITHOUT_MODEL();
+  const auto quantize = [&](const std::string& method, const std::string& format) {
+    const fs::path out = scratch(method + "_" + format + ".gguf");
+    QuantizeJob job = job_for(out.string(), method, format, true);
+    job.spec.bits = format == "q8_0" ? 8 : 4;
+    job.calibration_text = calibration_text();
+    job.samples = 2;
+    job.sample_tokens = 48;
+    job.awq_grid = 4;  // a = 0, 0.25, 0.5, 0.75: the search is most of this test's time
+    auto report = quantize_model(job, test_registry());
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    return std::make_pair(out, report.ok() ? *report : QuantizeReport{});
+  };
+  const auto [awq8, report8] = quantize("awq", "q8_0");
+  ASSERT_EQ(report8.weights.size(), 30u * 7u);
+  // Grouped-query attention (3 key/value heads for 9 query heads): no v -> o group.
+  ASSERT_EQ(report8.scale_groups.size(), 30u * 3u);
+  for (const auto& g : report8.scale_groups) {
+    EXPECT_GE(g.exponent, 0.0) << g.folds_into;
+    EXPECT_LT(g.exponent, 1.0) << g.folds_into;
+    EXPECT_LE(g.loss_ratio, 1.0) << g.folds_into;
+  }
+  for (const auto& w : report8.weights) EXPECT_EQ(w.calibration_rows, 96) << w.name;
+  // On its calibration inputs the scales and the clipping beat plain rounding.
+  EXPECT_LT(report8.mean_scale_loss_ratio(), 0.9);
+  EXPECT_LT(report8.mean_gain_over_rounding(), 0.9);
+
+  auto original = open_model(kModel.string());
+  auto written = open_model(awq8.string());
+  ASSERT_TRUE(original.ok() && written.ok());
+  EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.method").value_or(""), "awq");
+  for (const char* norm : {"blk.0.attn_norm.weight", "blk.29.ffn_norm.weight"}) {
+    const TensorRef* before = (*original)->find(norm);
+    const TensorRef* after = (*written)->find(norm);
+    ASSERT_TRUE(before != nullptr && after != nullptr) << norm;
+    EXPECT_EQ(after->dtype, DType::f32) << norm;
+    ASSERT_EQ(after->nbytes, before->nbytes) << norm;
+    EXPECT_NE(std::memcmp(after->data, before->data, after->nbytes), 0) << norm << " was not rescaled";
+  }
+
+  const auto [rtn8, rtn8_report] = quantize("rtn", "q8_0");
+  const std::string text = calibration_text().substr(0, 1200);
+  double ppl[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", (i == 0 ? rtn8 : awq8).string()}});
+    ASSERT_TRUE(session);
+    auto r = compute_perplexity(*session, text, 96);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ppl[i] = r->ppl;
+  }
+  std::printf("[ info ] perplexity: RTN Q8_0 %.4f, AWQ Q8_0 %.4f\n", ppl[0], ppl[1]);
+  EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.02) << "more than 2% apart";
+}
+
 TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   SKIP_WITHOUT_MODEL();
   const fs::path out = scratch("never_written.gguf");
@@ -136,8 +199,12 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   gptq.sample_tokens = 100000;
   EXPECT_NE(message(gptq).find("do not fit the model's context"), std::string::npos);
 
+  QuantizeJob unknown = job_for(out.string(), "hqq", "q4_0", true);
+  EXPECT_NE(message(unknown).find("no quant plugin quantizes with method 'hqq'"), std::string::npos);
   QuantizeJob awq = job_for(out.string(), "awq", "q4_0", true);
-  EXPECT_NE(message(awq).find("no quant plugin quantizes with method 'awq'"), std::string::npos);
+  EXPECT_NE(message(awq).find("give it a text (--calibration FILE)"), std::string::npos);
+  awq.awq_grid = 0;
+  EXPECT_NE(message(awq).find("AWQ's grid of 0 exponents"), std::string::npos);
   QuantizeJob wide = job_for(out.string(), "rtn", "q4_0", true);
   wide.spec.group_size = 128;
   EXPECT_NE(message(wide).find("holds 4-bit symmetric groups of 32"), std::string::npos);

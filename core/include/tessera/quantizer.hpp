@@ -36,6 +36,12 @@ struct QuantizeSpec {
   bool symmetric = true;
   bool act_order = false;   // GPTQ: columns in order of decreasing input energy
   double damp = 0.01;       // GPTQ: this fraction of the mean Hessian diagonal is added to it
+#if TESSERA_ABI_MINOR >= 3
+  // AWQ (ABI 3.3): search each group's clipping range against its share of
+  // the output error (the core leaves it off for the query and key weights,
+  // whose errors the attention scores amplify).
+  bool search_clipping = false;
+#endif
 };
 
 // A quantized weight: its stored bytes and how far it is from the original.
@@ -62,6 +68,26 @@ class WeightQuantizer : public AbiObject {
   virtual Status observe(const float* x, int64_t n_rows) noexcept = 0;
   // weight: [out_features, in_features] f32, row-major.
   virtual Result<QuantizedWeight> quantize(const float* weight) noexcept = 0;
+
+#if TESSERA_ABI_MINOR >= 3
+  // ABI 3.3, optional: what AWQ's scale search asks (the core calls these
+  // only when provides(*this, 3); a method that does not support them says
+  // unsupported). s is a per-input-channel scale [in_features], all > 0.
+  //
+  // ||(W - Q(W·diag(s))·diag(s)⁻¹) Xᵀ||² over the inputs observed so far:
+  // the output error of rounding W to nearest in this format after its
+  // input channels are scaled by s (s = nullptr: by 1). Changes nothing.
+  virtual Result<double> rounding_output_error(const float* /*weight*/, const float* /*input_scale*/) noexcept {
+    return Unsupported("this weight quantizer does not evaluate input scales");
+  }
+  // From now on the Linear's inputs are divided by s channel-wise (the core
+  // folded 1/s into the operation before it) and quantize() receives
+  // W·diag(s): the quantizer rescales what it observed to match. Errors
+  // are still reported on the Linear's output, which the scaling preserves.
+  virtual Status scale_inputs(const float* /*input_scale*/) noexcept {
+    return Unsupported("this weight quantizer does not take input scales");
+  }
+#endif
 };
 #endif
 

@@ -5,8 +5,11 @@
 // layers before it as quantized (Frantar et al. and the reference
 // implementations do the same). The engine runs whole forwards, so each
 // weight's Linear plays a role per calibration pass over layer l:
-//   quantized  layers before l: the quantized weight, already chosen;
-//   observe    layer l: hands its inputs to the WeightQuantizer, then
+//   quantized  layers before l: the quantized weight, already chosen (its
+//              inputs divided by AWQ's scales where they were folded into a
+//              norm, which the running model still holds unscaled);
+//   observe    layer l: hands its inputs to the WeightQuantizer (and keeps
+//              their mean magnitude per channel, for AWQ), then
 //              multiplies by the original weight (so the layer's later
 //              Linears see what the original layer computes);
 //   stop       layers after l: ends the forward early, nothing after l matters;
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "tessera/linear.hpp"
 #include "tessera/quantizer.hpp"
@@ -30,12 +34,16 @@ class CalibrationLinear final : public Linear {
 
   void observe_into(WeightQuantizer* quantizer) {
     observer_ = quantizer;
+    sum_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0);
     role_ = Role::observe;
   }
   void stop() { role_ = Role::stop; }
-  // From now on the product uses `quantized`; the original weight is released.
-  void use_quantized(std::unique_ptr<Linear> quantized) {
+  // From now on the product uses `quantized`, on inputs divided channel-wise
+  // by `input_divisor` [in_features] (empty: as they come); the original
+  // weight is released.
+  void use_quantized(std::unique_ptr<Linear> quantized, std::vector<float> input_divisor = {}) {
     quantized_ = std::move(quantized);
+    input_divisor_ = std::move(input_divisor);
     reference_.reset();
     observer_ = nullptr;
     role_ = Role::quantized;
@@ -43,6 +51,8 @@ class CalibrationLinear final : public Linear {
   Role role() const { return role_; }
   // Input rows handed to the quantizer so far.
   int64_t observed_rows() const { return observed_rows_; }
+  // Mean |x| per input channel over the rows observed: [in_features].
+  std::vector<float> mean_abs_input() const;
 
   int64_t in_features() const noexcept override { return current().in_features(); }
   int64_t out_features() const noexcept override { return current().out_features(); }
@@ -51,6 +61,7 @@ class CalibrationLinear final : public Linear {
 
  private:
   const Linear& current() const { return quantized_ ? *quantized_ : *reference_; }
+  Status forward_quantized(const float* x, float* y, int64_t n_rows) noexcept;
 
   std::unique_ptr<Linear> reference_;
   std::unique_ptr<Linear> quantized_;
@@ -58,6 +69,9 @@ class CalibrationLinear final : public Linear {
   bool* stopped_;
   Role role_ = Role::reference;
   int64_t observed_rows_ = 0;
+  std::vector<double> sum_abs_input_;  // [in_features] while observing
+  std::vector<float> input_divisor_;   // [in_features] or empty
+  std::vector<float> scaled_input_;    // scratch: [n_rows, in_features]
 };
 
 }  // namespace tessera

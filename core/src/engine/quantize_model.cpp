@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "engine/awq_scales.hpp"
 #include "engine/calibration_linear.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/session.hpp"
@@ -131,17 +132,113 @@ Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const std::vector<std:
                                  why.empty() ? "" : ": ", fmt::join(why, "; ")));
 }
 
+// The tensors of layer `layer` and their shapes ([out, in] or [n]).
+std::map<std::string, std::vector<int64_t>> layer_shapes(const ModelFile& file, int layer) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const TensorRef& t : file.tensors()) {
+    if (layer_of(t.name) == layer) shapes[t.name].assign(t.shape.begin(), t.shape.begin() + t.ndim);
+  }
+  return shapes;
+}
+
+// The query and key weights: AWQ leaves their clipping alone (the attention
+// scores amplify their errors), as the reference does.
+bool searches_clipping(const QuantizeSpec& spec, std::string_view weight) {
+  return spec.method == "awq" && weight.find(".attn_q.") == std::string_view::npos &&
+         weight.find(".attn_k.") == std::string_view::npos;
+}
+
+// A copy of `tensor` pointing at f32 values.
+TensorRef f32_view(const TensorRef& tensor, const std::vector<float>& values) {
+  TensorRef view = tensor;
+  view.dtype = DType::f32;
+  view.format = "f32";
+  view.data = values.data();
+  view.nbytes = values.size() * sizeof(float);
+  return view;
+}
+
+// What AWQ does to one layer once its Linears have observed their inputs:
+// per scale group, the search, then s into the members' weights (columns)
+// and quantizers, 1/s into the norm (rewritten) or the Linear before (its
+// rows and bias). `weights`: the layer's, f32 [out, in], changed in place.
+// Members after a norm get `input_divisors` for the calibration passes
+// still to come, which run with the original norm.
+struct LayerScaling {
+  std::map<std::string, std::vector<float>>* weights;
+  std::map<std::string, std::unique_ptr<WeightQuantizer>>* quantizers;
+  std::map<std::string, std::vector<float>>* rewritten;  // every layer's, kept for the output
+  std::map<std::string, std::vector<float>>* input_divisors;
+};
+
+Status apply_awq_scales(int layer, int grid, const Session& session, CoreModelBuilder& builder,
+                        const std::map<std::string, Target, std::less<>>& targets, const LayerScaling& out,
+                        QuantizeReport& report) {
+  for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(session.file(), layer))) {
+    std::vector<ScaleMember> members;
+    for (const std::string& name : group.members) {
+      const auto weight = out.weights->find(name);
+      const auto quantizer = out.quantizers->find(name);
+      if (weight == out.weights->end() || quantizer == out.quantizers->end()) break;
+      if (!provides(*quantizer->second, 3))
+        return Unsupported(fmt::format("{}: its quant plugin was built for ABI 3.{}; AWQ's scale search needs 3.3",
+                                       name, quantizer->second->abi_minor()));
+      members.push_back({weight->second.data(), quantizer->second.get()});
+    }
+    // A member, or the Linear before, that is not a weight this job quantizes.
+    if (members.size() != group.members.size()) continue;
+    if (group.fold == ScaleGroup::Fold::rows && !out.weights->contains(group.folds_into)) continue;
+    const auto search = search_input_scales(members, targets.find(group.members.front())->second.linear->mean_abs_input(), grid);
+    if (!search.ok()) return Status(search.status().code(), fmt::format("{}: {}", group.members.front(), search.status().message()));
+    const std::vector<float>& scale = search->scales;
+    const auto cols = static_cast<int64_t>(scale.size());
+
+    for (const std::string& name : group.members) {
+      std::vector<float>& w = (*out.weights)[name];
+      for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i % scale.size()];
+      TESSERA_RETURN_IF_ERROR((*out.quantizers)[name]->scale_inputs(scale.data()));
+      if (group.fold == ScaleGroup::Fold::norm) (*out.input_divisors)[name] = scale;
+    }
+    if (group.fold == ScaleGroup::Fold::norm) {
+      const TensorRef* norm = session.file().find(group.folds_into);
+      std::vector<float>& values = (*out.rewritten)[group.folds_into];
+      values.resize(static_cast<size_t>(cols));
+      TESSERA_RETURN_IF_ERROR(builder.dequantize(*norm, values.data()));
+      for (int64_t j = 0; j < cols; ++j) values[j] /= scale[j];
+    } else {
+      std::vector<float>& before = (*out.weights)[group.folds_into];
+      const auto row_length = static_cast<int64_t>(before.size()) / cols;
+      for (int64_t r = 0; r < cols; ++r)
+        for (int64_t c = 0; c < row_length; ++c) before[r * row_length + c] /= scale[r];
+      if (const TensorRef* bias = targets.find(group.folds_into)->second.bias) {
+        std::vector<float>& values = (*out.rewritten)[bias->name];
+        if (values.empty()) {
+          values.resize(static_cast<size_t>(cols));
+          TESSERA_RETURN_IF_ERROR(builder.dequantize(*bias, values.data()));
+        }
+        for (int64_t r = 0; r < cols; ++r) values[r] /= scale[r];
+      }
+    }
+    report.scale_groups.push_back({group.folds_into, group.members, search->exponent,
+                                   search->unscaled_loss > 0 ? search->loss / search->unscaled_loss : 1.0});
+  }
+  return Status::Ok();
+}
+
+// `rewritten`: tensors (norms, biases) whose values AWQ changed, written as f32.
 Status write_output(const QuantizeJob& job, const GgufFile& input, const std::map<std::string, QuantizedWeight>& done,
-                    QuantizeReport& report) {
+                    const std::map<std::string, std::vector<float>>& rewritten, QuantizeReport& report) {
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
   for (const auto& [key, value] : input.metadata()) writer.set(key, value);
-  std::map<DType, uint64_t> elements_by_type;
   for (const auto& t : input.tensors()) {
     const auto it = done.find(t.name);
-    const DType type = it == done.end() ? t.dtype : it->second.dtype;
-    elements_by_type[type] += t.numel();
+    const auto changed = rewritten.find(t.name);
     report.tensor_elements += t.numel();
-    if (it == done.end()) {
+    if (changed != rewritten.end()) {
+      const auto bytes = std::as_bytes(std::span(changed->second));
+      report.tensor_bytes += bytes.size();
+      TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, DType::f32, t.dims, bytes));
+    } else if (it == done.end()) {
       report.tensor_bytes += t.nbytes;
       TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, t.dtype, t.dims, {t.data, t.nbytes}));
     } else {
@@ -157,8 +254,9 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   if (job.spec.method == "gptq") {
     writer.set_bool("tessera.quantize.act_order", job.spec.act_order);
     writer.set_f32("tessera.quantize.damp", static_cast<float>(job.spec.damp));
-    writer.set_u32("tessera.quantize.calibration_tokens", static_cast<uint32_t>(report.calibration_tokens));
   }
+  if (job.spec.method != "rtn")
+    writer.set_u32("tessera.quantize.calibration_tokens", static_cast<uint32_t>(report.calibration_tokens));
   TESSERA_RETURN_IF_ERROR(writer.write(job.output));
   std::error_code ec;
   report.output_file_bytes = fs::file_size(job.output, ec);
@@ -194,6 +292,17 @@ double QuantizeReport::mean_gain_over_rounding() const {
   return n > 0 ? std::exp(log_sum / static_cast<double>(n)) : 1.0;
 }
 
+double QuantizeReport::mean_scale_loss_ratio() const {
+  double log_sum = 0;
+  int64_t n = 0;
+  for (const auto& g : scale_groups) {
+    if (g.loss_ratio <= 0) continue;
+    log_sum += std::log(g.loss_ratio);
+    ++n;
+  }
+  return n > 0 ? std::exp(log_sum / static_cast<double>(n)) : 1.0;
+}
+
 nlohmann::json QuantizeReport::to_json() const {
   nlohmann::json per_weight = nlohmann::json::array();
   for (const auto& w : weights)
@@ -203,6 +312,10 @@ nlohmann::json QuantizeReport::to_json() const {
                           {"relative_error", w.relative_error},
                           {"rounding_relative_error", w.rounding_relative_error},
                           {"calibration_rows", w.calibration_rows}});
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : scale_groups)
+    groups.push_back(
+        {{"folds_into", g.folds_into}, {"members", g.members}, {"exponent", g.exponent}, {"loss_ratio", g.loss_ratio}});
   return {{"method", method},
           {"format", format},
           {"weights_quantized", weights.size()},
@@ -215,6 +328,8 @@ nlohmann::json QuantizeReport::to_json() const {
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
           {"mean_gain_over_rounding", mean_gain_over_rounding()},
+          {"mean_scale_loss_ratio", mean_scale_loss_ratio()},
+          {"scale_groups", groups},
           {"weights", per_weight}};
 }
 
@@ -261,6 +376,11 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   auto probe = weight_quantizer(s.quantizers(), job.spec, *layers.begin()->second.front()->weight);
   if (!probe.ok()) return probe.status();
   const bool calibrate = (*probe)->wants_inputs();
+  if (job.spec.method == "awq" && (job.awq_grid < 1 || job.awq_grid > 1000))
+    return InvalidArgument(fmt::format("AWQ's grid of {} exponents: give 1 to 1000", job.awq_grid));
+  if (job.spec.method == "awq" && !provides(**probe, 3))
+    return Unsupported(fmt::format("the quant plugin writing '{}' was built for ABI 3.{}; AWQ's scale search needs 3.3",
+                                   job.spec.format, (*probe)->abi_minor()));
   probe->reset();
   std::vector<std::vector<int32_t>> samples;
   if (calibrate) {
@@ -274,11 +394,14 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
+  std::map<std::string, std::vector<float>> rewritten;  // AWQ's norms and biases, f32; node-stable too
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
     for (Target* t : weights) {
-      auto q = weight_quantizer(s.quantizers(), job.spec, *t->weight);
+      QuantizeSpec spec = job.spec;
+      spec.search_clipping = searches_clipping(spec, t->weight->name);
+      auto q = weight_quantizer(s.quantizers(), spec, *t->weight);
       if (!q.ok()) return q.status();
       quantizers[t->weight->name] = std::move(q).value();
     }
@@ -297,10 +420,20 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       report.calibration_seconds += seconds_since(calibration_start);
     }
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "quantizing", seconds_since(start)});
+    std::map<std::string, std::vector<float>> originals;  // the layer's weights, f32 [out, in]
+    for (Target* t : weights) {
+      std::vector<float>& original = originals[t->weight->name];
+      original.resize(static_cast<size_t>(t->weight->numel()));
+      TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
+    }
+    std::map<std::string, std::vector<float>> input_divisors;
+    if (job.spec.method == "awq") {
+      TESSERA_RETURN_IF_ERROR(apply_awq_scales(layer, job.awq_grid, s, builder, targets,
+                                               {&originals, &quantizers, &rewritten, &input_divisors}, report));
+    }
     for (Target* t : weights) {
       const TensorRef& w = *t->weight;
-      std::vector<float> original(static_cast<size_t>(w.numel()));
-      TESSERA_RETURN_IF_ERROR(builder.dequantize(w, original.data()));
+      const std::vector<float>& original = originals[w.name];
       auto quantized = quantizers[w.name]->quantize(original.data());
       if (!quantized.ok())
         return Status(quantized.status().code(), fmt::format("{}: {}", w.name, quantized.status().message()));
@@ -321,15 +454,19 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       stored.format = kept.format;
       stored.data = kept.data.data();
       stored.nbytes = kept.data.size();
-      auto linear = builder.make_linear(stored, t->bias);
+      std::optional<TensorRef> rescaled_bias;
+      if (t->bias != nullptr) {
+        if (const auto b = rewritten.find(t->bias->name); b != rewritten.end()) rescaled_bias = f32_view(*t->bias, b->second);
+      }
+      auto linear = builder.make_linear(stored, rescaled_bias ? &*rescaled_bias : t->bias);
       if (!linear.ok()) return linear.status();
-      t->linear->use_quantized(std::move(linear).value());
+      t->linear->use_quantized(std::move(linear).value(), std::move(input_divisors[w.name]));
     }
     ++layers_done;
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});
   }
 
-  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, report));
+  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, rewritten, report));
   report.seconds = seconds_since(start);
   return report;
 }

@@ -8,8 +8,10 @@
 // wants inputs (GPTQ) calibrates layer by layer: for layer l, every
 // calibration sample runs through the model with layers before l already
 // quantized, layer l's Linears handing their inputs to their quantizers, and
-// the forward stopped after layer l. Input weights stored in a block format
-// are dequantized to f32 first (the report lists those types).
+// the forward stopped after layer l. AWQ then searches each layer's input
+// scales (awq_scales.hpp) and folds them into the norms and Linears before,
+// which the output file holds rewritten in f32. Input weights stored in a
+// block format are dequantized to f32 first (the report lists those types).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,7 @@ struct QuantizeJob {
   int64_t samples = 128;         // calibration windows ...
   int64_t sample_tokens = 512;   // ... of this many tokens, consecutive in the text
   int64_t threads = 0;           // 0: every core
+  int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
   bool force = false;            // replace an existing output
 };
 
@@ -46,11 +49,20 @@ struct QuantizedWeightReport {
   int64_t calibration_rows = 0;        // input rows its quantizer observed
 };
 
+// One AWQ scale group of one layer.
+struct ScaleGroupReport {
+  std::string folds_into;            // the norm or Linear weight that took 1/s
+  std::vector<std::string> members;  // the weights scaled by s
+  double exponent = 0;               // s = mean|x|^exponent (normalised)
+  double loss_ratio = 1;             // the members' rounding output error with s over without
+};
+
 struct QuantizeReport {
   std::string method;
   std::string format;
   std::vector<QuantizedWeightReport> weights;  // in the order quantized
   std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first
+  std::vector<ScaleGroupReport> scale_groups;   // AWQ's, in order
   uint64_t quantized_elements = 0;
   uint64_t quantized_bytes = 0;
   uint64_t tensor_elements = 0;  // every tensor of the output
@@ -66,6 +78,8 @@ struct QuantizeReport {
   // Geometric mean over the weights of relative_error / rounding_relative_error
   // (1 for round-to-nearest; below 1 where calibration helped).
   double mean_gain_over_rounding() const;
+  // Geometric mean of the scale groups' loss_ratio (1 with none).
+  double mean_scale_loss_ratio() const;
   nlohmann::json to_json() const;
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "blocks.hpp"
+#include "reference.hpp"
 #include "tessera/half.hpp"
 
 namespace tessera::ggml {
@@ -39,16 +40,6 @@ BlockGrid min_max_grid(const float* x, int top) {
   g.top = top;
   g.empty_q = 0;
   return g;
-}
-
-void pack_nibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
-}
-
-void pack_high_bits(const int* q, uint8_t* qh) {
-  uint32_t high = 0;
-  for (int j = 0; j < kBlock; ++j) high |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
-  std::memcpy(qh, &high, sizeof high);
 }
 
 }  // namespace
@@ -91,29 +82,27 @@ void pack_block(DType type, const BlockGrid& grid, const int* q, void* block) {
     case DType::q4_0: {
       auto* b = static_cast<BlockQ4_0*>(block);
       b->d = f32_to_f16(grid.d);
-      pack_nibbles(q, b->qs);
+      pack_q4(q, b->qs);
       return;
     }
     case DType::q4_1: {
       auto* b = static_cast<BlockQ4_1*>(block);
       b->d = f32_to_f16(grid.d);
       b->m = f32_to_f16(grid.m);
-      pack_nibbles(q, b->qs);
+      pack_q4(q, b->qs);
       return;
     }
     case DType::q5_0: {
       auto* b = static_cast<BlockQ5_0*>(block);
       b->d = f32_to_f16(grid.d);
-      pack_high_bits(q, b->qh);
-      pack_nibbles(q, b->qs);
+      pack_q5(q, b->qs, b->qh);
       return;
     }
     case DType::q5_1: {
       auto* b = static_cast<BlockQ5_1*>(block);
       b->d = f32_to_f16(grid.d);
       b->m = f32_to_f16(grid.m);
-      pack_high_bits(q, b->qh);
-      pack_nibbles(q, b->qs);
+      pack_q5(q, b->qs, b->qh);
       return;
     }
     case DType::q8_0: {

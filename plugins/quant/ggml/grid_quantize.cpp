@@ -3,6 +3,8 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -139,6 +141,40 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     if (i2 < cols) work.rightCols(cols - i2).noalias() -= errors * u.block(i1, i2, i2 - i1, cols - i2);
   }
   return out;
+}
+
+GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
+                                     const Eigen::MatrixXf& hessian) {
+  constexpr int kCandidates = 10;  // r = 1 - i / 20
+  GridWeights g = empty_weights(type, rows, cols);
+  const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
+  float clamped[kBlock];
+  Eigen::Matrix<float, kBlock, 1> error;
+  for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+    const Eigen::Matrix<float, kBlock, kBlock> h_block = h.block<kBlock, kBlock>(c0, c0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* x = w + r * cols + c0;
+      float amax = 0.0f;
+      for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+      BlockGrid best_grid = choose_block_grid(type, x);
+      float best_loss = std::numeric_limits<float>::infinity();
+      for (int i = 0; i < kCandidates; ++i) {
+        const float limit = amax * (1.0f - static_cast<float>(i) / 20.0f);
+        for (int j = 0; j < kBlock; ++j) clamped[j] = std::clamp(x[j], -limit, limit);
+        const BlockGrid grid = choose_block_grid(type, clamped);
+        for (int j = 0; j < kBlock; ++j) error[j] = x[j] - grid.value(grid.index(x[j]));
+        const float loss = error.dot(h_block * error);
+        if (loss < best_loss) {
+          best_loss = loss;
+          best_grid = grid;
+        }
+      }
+      g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)] = best_grid;
+      for (int j = 0; j < kBlock; ++j)
+        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(best_grid.index(x[j]));
+    }
+  }
+  return g;
 }
 
 double relative_error(const float* w, const GridWeights& q, const Eigen::MatrixXf& hessian) {

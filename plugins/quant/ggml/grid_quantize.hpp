@@ -61,6 +61,16 @@ struct GptqSettings {
 Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols, const Eigen::MatrixXf& hessian,
                          const GptqSettings& settings);
 
+// AWQ's clipping search (Lin et al., 2023, "AWQ: Activation-aware Weight
+// Quantization"): like round_to_nearest, but each block's grid is chosen from
+// its weights clamped to ±r·max|w| for the r in 1, 0.95, ..., 0.55 whose
+// rounding error on the block's own share of the output, eᵀ H_bb e with
+// H_bb the block's 32x32 diagonal part of H, is least (the first on ties, so
+// a block the inputs never reached keeps r = 1). Every weight, clamped or not,
+// is rounded to its nearest grid value. hessian: [cols, cols], lower triangle.
+GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
+                                     const Eigen::MatrixXf& hessian);
+
 // ||(W - Q) X||² / ||W X||² as tr(Δ H Δᵀ) / tr(W H Wᵀ) with Δ = W - Q; with an
 // empty hessian, ||W - Q||² / ||W||². 0 when the denominator is 0.
 double relative_error(const float* w, const GridWeights& q, const Eigen::MatrixXf& hessian);

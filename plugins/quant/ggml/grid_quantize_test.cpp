@@ -205,7 +205,7 @@ TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
   EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.symmetric = false; })),
             "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit asymmetric groups of 32");
   EXPECT_EQ(refused(ok, 48), "ggml.q4_0 holds 4-bit symmetric groups of 32: a weight of 8x48 has rows that are not whole groups");
-  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.method = "awq"; })).find("not 'awq'"), std::string::npos);
+  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.method = "hqq"; })).find("not 'hqq'"), std::string::npos);
   EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q4_k"; })).find("not 'ggml.q4_k'"), std::string::npos);
   EXPECT_EQ(refused(with([](QuantizeSpec& s) {
               s.method = "rtn";

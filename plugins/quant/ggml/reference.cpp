@@ -39,17 +39,19 @@ void quantize_block_min(const float* x, int top, int* q, float* d, float* min) {
   for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::nearbyint((x[j] - *min) * id)), 0, top);
 }
 
-// Packs 32 values 0..15 into Q4_0/Q4_1 nibbles: element j < 16 low, j + 16 high.
-void pack_q4(const int* q, uint8_t* qs) {
-  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + kBlock / 2] << 4));
-}
-
 // The 5-bit value of element j (0..31) of a Q5_0/Q5_1 block.
 int q5_value(const uint8_t* qs, const uint8_t* qh, int j) {
   uint32_t high;
   std::memcpy(&high, qh, sizeof high);
   const int low = j < kBlock / 2 ? qs[j] & 0x0F : qs[j - kBlock / 2] >> 4;
   return low | static_cast<int>(((high >> j) & 1u) << 4);
+}
+
+}  // namespace
+
+// Packs 32 values 0..15 into Q4_0/Q4_1 nibbles: element j < 16 low, j + 16 high.
+void pack_q4(const int* q, uint8_t* qs) {
+  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + kBlock / 2] << 4));
 }
 
 // Packs 32 values 0..31 into a Q5_0/Q5_1 block's qs and qh.
@@ -59,8 +61,6 @@ void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
   for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
   std::memcpy(qh, &high, sizeof high);
 }
-
-}  // namespace
 
 // Sub-blocks 0..3 keep their scale and min in the low 6 bits of bytes j and
 // j + 4; sub-blocks 4..7 split theirs into the nibbles of byte j + 4 and the

@@ -40,6 +40,11 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
 
+// Packs 32 values q[j] (0..15) into Q4_0/Q4_1 nibbles qs[16], and 32 values
+// (0..31) into a Q5_0/Q5_1 block's qs[16] and qh[4] (layouts: blocks.hpp).
+void pack_q4(const int* q, uint8_t* qs);
+void pack_q5(const int* q, uint8_t* qs, uint8_t* qh);
+
 // The integer value q of element e (0..255) of a Q4_K/Q5_K/Q6_K super-block
 // (unsigned: 0..15, 0..31, 0..63), and the sub-block scale and offset that
 // turn it into the stored weight: Q4_K/Q5_K x = d * scale * q - dmin * offset

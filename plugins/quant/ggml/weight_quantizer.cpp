@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "blocks.hpp"
@@ -26,6 +27,12 @@ constexpr std::array<FormatShape, 5> kWritable = {{
     {DType::q8_0, 8, true},
 }};
 
+using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// H is kept as observed, on the Linear's original inputs X. After
+// scale_inputs() the Linear sees X' = X·diag(1/S) and is given W' = W·diag(S)
+// (S: the product of the scales so far), so an error Δ' on W' is the error
+// Δ'·diag(1/S) on X, measured with H itself: tr(Δ' H' Δ'ᵀ) = tr(Δ H Δᵀ).
 class GridWeightQuantizer final : public WeightQuantizer {
  public:
   GridWeightQuantizer(const QuantizeSpec& spec, DType type, int64_t rows, int64_t cols)
@@ -33,14 +40,14 @@ class GridWeightQuantizer final : public WeightQuantizer {
     if (wants_inputs()) hessian_ = Eigen::MatrixXf::Zero(cols, cols);
   }
 
-  bool wants_inputs() const noexcept override { return spec_.method == "gptq"; }
+  bool wants_inputs() const noexcept override { return spec_.method != "rtn"; }
 
   Status observe(const float* x, int64_t n_rows) noexcept override {
     if (!wants_inputs()) return Status::Ok();
     if (x == nullptr || n_rows < 0) return InvalidArgument("observe: no inputs");
+    if (symmetric_) return InvalidArgument("observe: the inputs were already used");
     try {
-      const Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> inputs(x, n_rows,
-                                                                                                             cols_);
+      const Eigen::Map<const RowMajorMatrix> inputs(x, n_rows, cols_);
       hessian_.selfadjointView<Eigen::Lower>().rankUpdate(inputs.transpose());  // H += Xᵀ X
       return Status::Ok();
     } catch (const std::exception& e) {
@@ -52,10 +59,12 @@ class GridWeightQuantizer final : public WeightQuantizer {
     try {
       GridWeights grid;
       if (spec_.method == "gptq") {
-        auto done = gptq(type_, weight, rows_, cols_, hessian_,
+        auto done = gptq(type_, weight, rows_, cols_, current_hessian(),
                          GptqSettings{.act_order = spec_.act_order, .damp = spec_.damp});
         if (!done.ok()) return done.status();
         grid = std::move(done).value();
+      } else if (spec_.method == "awq" && spec_.search_clipping) {
+        grid = round_to_nearest_clipped(type_, weight, rows_, cols_, current_hessian());
       } else {
         grid = round_to_nearest(type_, weight, rows_, cols_);
       }
@@ -63,29 +72,112 @@ class GridWeightQuantizer final : public WeightQuantizer {
       out.dtype = type_;
       out.format = spec_.format;
       out.data = grid.pack();
-      out.relative_error = relative_error(weight, grid, hessian_);
-      out.rounding_relative_error =
-          spec_.method == "rtn" ? out.relative_error
-                                : relative_error(weight, round_to_nearest(type_, weight, rows_, cols_), hessian_);
+      const Eigen::Map<const RowMajorMatrix> w(weight, rows_, cols_);
+      const double energy = output_energy(w);
+      out.relative_error = energy > 0 ? output_energy(w - values(grid)) / energy : 0.0;
+      if (spec_.method == "rtn") {
+        out.rounding_relative_error = out.relative_error;
+      } else {
+        // Rounding the weight as it was before any scale_inputs(): W = W'·diag(1/S).
+        RowMajorMatrix original = w;
+        if (total_scale_.size() > 0) original.array().rowwise() /= total_scale_.array();
+        const RowMajorMatrix error = original - values(round_to_nearest(type_, original.data(), rows_, cols_));
+        const double original_energy = original_output_energy(original);
+        out.rounding_relative_error = original_energy > 0 ? original_output_energy(error) / original_energy : 0.0;
+      }
       return out;
     } catch (const std::exception& e) {
       return exception_status(e.what());
     }
   }
 
+  Result<double> rounding_output_error(const float* weight, const float* input_scale) noexcept override {
+    if (!wants_inputs()) return Unsupported("round-to-nearest observes no inputs to weigh errors by");
+    try {
+      const Eigen::Map<const RowMajorMatrix> w(weight, rows_, cols_);
+      if (input_scale == nullptr) return output_energy(w - values(round_to_nearest(type_, weight, rows_, cols_)));
+      const Eigen::Map<const Eigen::RowVectorXf> s(input_scale, cols_);
+      RowMajorMatrix scaled = w;
+      scaled.array().rowwise() *= s.array();
+      // Q(W·diag(s))·diag(1/s) against W.
+      RowMajorMatrix error = values(round_to_nearest(type_, scaled.data(), rows_, cols_));
+      error.array().rowwise() /= s.array();
+      return output_energy(w - error);
+    } catch (const std::exception& e) {
+      return exception_status(e.what());
+    }
+  }
+
+  Status scale_inputs(const float* input_scale) noexcept override {
+    if (!wants_inputs()) return Unsupported("round-to-nearest observes no inputs to rescale");
+    if (input_scale == nullptr) return InvalidArgument("scale_inputs: no scales");
+    for (int64_t c = 0; c < cols_; ++c) {
+      if (!(input_scale[c] > 0.0f) || !std::isfinite(input_scale[c]))
+        return InvalidArgument("scale_inputs: input scale " + std::to_string(c) + " is not a positive number");
+    }
+    try {
+      if (total_scale_.size() == 0) total_scale_ = Eigen::RowVectorXf::Ones(cols_);
+      total_scale_.array() *= Eigen::Map<const Eigen::RowVectorXf>(input_scale, cols_).array();
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return exception_status(e.what());
+    }
+  }
+
  private:
+  RowMajorMatrix values(const GridWeights& grid) const {
+    RowMajorMatrix v(rows_, cols_);
+    grid.values(v.data());
+    return v;
+  }
+
+  // H with both triangles filled (once observing is over).
+  const Eigen::MatrixXf& hessian() {
+    if (!symmetric_) {
+      hessian_.triangularView<Eigen::StrictlyUpper>() = hessian_.transpose();
+      symmetric_ = true;
+    }
+    return hessian_;
+  }
+
+  // H' = diag(1/S) H diag(1/S): the statistics of the inputs the Linear now sees.
+  Eigen::MatrixXf current_hessian() {
+    if (total_scale_.size() == 0) return hessian();
+    Eigen::MatrixXf h = hessian();
+    h.array().colwise() /= total_scale_.transpose().array();
+    h.array().rowwise() /= total_scale_.array();
+    return h;
+  }
+
+  // tr(M H Mᵀ) for M [rows, cols] on the original inputs (with none observed: ||M||²).
+  double original_output_energy(const RowMajorMatrix& m) {
+    if (hessian_.size() == 0) return static_cast<double>(m.squaredNorm());
+    return static_cast<double>((m * hessian()).cwiseProduct(m).sum());
+  }
+
+  // The same for M on the inputs the Linear now sees: tr((M·diag(1/S)) H (M·diag(1/S))ᵀ).
+  double output_energy(const RowMajorMatrix& m) {
+    if (total_scale_.size() == 0) return original_output_energy(m);
+    RowMajorMatrix original = m;
+    original.array().rowwise() /= total_scale_.array();
+    return original_output_energy(original);
+  }
+
   QuantizeSpec spec_;
   DType type_;
   int64_t rows_, cols_;
-  Eigen::MatrixXf hessian_;  // [cols, cols], lower triangle: sum of x xᵀ (GPTQ only)
+  Eigen::MatrixXf hessian_;         // [cols, cols]: sum of x xᵀ over the original inputs; lower triangle
+                                    // while observing, both once symmetric_
+  bool symmetric_ = false;
+  Eigen::RowVectorXf total_scale_;  // [cols]: S, the product of the scale_inputs() scales; empty: none
 };
 
 }  // namespace
 
 Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpec& spec, int64_t out_features,
                                                                int64_t in_features) {
-  if (spec.method != "rtn" && spec.method != "gptq")
-    return Unsupported("the ggml quant plugin quantizes with rtn or gptq, not '" + spec.method + "'");
+  if (spec.method != "rtn" && spec.method != "gptq" && spec.method != "awq")
+    return Unsupported("the ggml quant plugin quantizes with rtn, gptq or awq, not '" + spec.method + "'");
   const auto type = format_dtype(spec.format);
   const FormatShape* shape = nullptr;
   for (const auto& f : kWritable)
@@ -104,6 +196,7 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
     return InvalidArgument(holds + ": a weight of " + std::to_string(out_features) + "x" + std::to_string(in_features) +
                            " has rows that are not whole groups");
   if (spec.act_order && spec.method != "gptq") return InvalidArgument("act-order is a GPTQ setting");
+  if (spec.search_clipping && spec.method != "awq") return InvalidArgument("the clipping search is an AWQ setting");
   if (!(spec.damp > 0 && spec.damp <= 1)) return InvalidArgument("GPTQ damping must be in (0, 1]");
   try {
     return std::unique_ptr<WeightQuantizer>(

@@ -1,7 +1,12 @@
-// weight_quantizer.hpp: the ggml plugin's offline quantizers (ABI 3.2):
-// round-to-nearest and GPTQ onto Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, the GGUF
-// block formats whose groups are 32 columns with one scale (and a minimum
-// for the asymmetric ones), so llama.cpp runs what they write.
+// weight_quantizer.hpp: the ggml plugin's offline quantizers (ABI 3.2, 3.3):
+// round-to-nearest, GPTQ and AWQ onto Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, the
+// GGUF block formats whose groups are 32 columns with one scale (and a
+// minimum for the asymmetric ones), so llama.cpp runs what they write.
+//
+// AWQ's part here is per weight: the output error of rounding under
+// candidate input scales (the core searches the scales over the Linears that
+// share an input and folds them into the operation before), the inputs'
+// statistics rescaled once the scales are chosen, and the clipping search.
 #pragma once
 
 #include <memory>

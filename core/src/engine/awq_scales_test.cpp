@@ -1,0 +1,125 @@
+// AWQ's scale groups (which Linears share an input, and where 1/s goes) and
+// the exponent search, against a fake quantizer whose error is known.
+#include "engine/awq_scales.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+// A Llama-family layer 3 with `heads` query heads and `kv_heads` key/value heads of 8.
+Shapes llama_layer(int64_t heads, int64_t kv_heads) {
+  constexpr int64_t kHidden = 64, kFfn = 96;
+  return {{"blk.3.attn_norm.weight", {kHidden}},
+          {"blk.3.attn_q.weight", {heads * 8, kHidden}},
+          {"blk.3.attn_k.weight", {kv_heads * 8, kHidden}},
+          {"blk.3.attn_v.weight", {kv_heads * 8, kHidden}},
+          {"blk.3.attn_output.weight", {kHidden, heads * 8}},
+          {"blk.3.ffn_norm.weight", {kHidden}},
+          {"blk.3.ffn_gate.weight", {kFfn, kHidden}},
+          {"blk.3.ffn_up.weight", {kFfn, kHidden}},
+          {"blk.3.ffn_down.weight", {kHidden, kFfn}}};
+}
+
+std::string describe(const ScaleGroup& g) {
+  std::string s = g.folds_into + (g.fold == ScaleGroup::Fold::norm ? " (norm) ->" : " (rows) ->");
+  for (const auto& m : g.members) s += " " + m;
+  return s;
+}
+
+std::vector<std::string> describe(const std::vector<ScaleGroup>& groups) {
+  std::vector<std::string> out;
+  for (const auto& g : groups) out.push_back(describe(g));
+  return out;
+}
+
+TEST(AwqScaleGroups, MultiHeadAttentionHasFourGroups) {
+  EXPECT_EQ(describe(awq_scale_groups(3, llama_layer(8, 8))),
+            (std::vector<std::string>{
+                "blk.3.attn_norm.weight (norm) -> blk.3.attn_q.weight blk.3.attn_k.weight blk.3.attn_v.weight",
+                "blk.3.attn_v.weight (rows) -> blk.3.attn_output.weight",
+                "blk.3.ffn_norm.weight (norm) -> blk.3.ffn_gate.weight blk.3.ffn_up.weight",
+                "blk.3.ffn_up.weight (rows) -> blk.3.ffn_down.weight"}));
+}
+
+TEST(AwqScaleGroups, GroupedQueryAttentionLeavesVToOOut) {
+  const auto groups = describe(awq_scale_groups(3, llama_layer(8, 2)));
+  ASSERT_EQ(groups.size(), 3u);
+  for (const auto& g : groups) EXPECT_EQ(g.find("attn_output"), std::string::npos) << g;
+}
+
+TEST(AwqScaleGroups, MissingOrMismatchedTensorsDropTheirGroup) {
+  auto shapes = llama_layer(8, 8);
+  shapes.erase("blk.3.attn_norm.weight");
+  shapes["blk.3.ffn_norm.weight"] = {32};  // not the Linears' input width
+  EXPECT_EQ(describe(awq_scale_groups(3, shapes)),
+            (std::vector<std::string>{"blk.3.attn_v.weight (rows) -> blk.3.attn_output.weight",
+                                      "blk.3.ffn_up.weight (rows) -> blk.3.ffn_down.weight"}));
+  EXPECT_TRUE(awq_scale_groups(4, llama_layer(8, 8)).empty());  // another layer's names
+}
+
+// Its rounding error is sum_j (log s_j - best · log m_j)², least where s = m^best.
+class FakeQuantizer final : public WeightQuantizer {
+ public:
+  FakeQuantizer(std::vector<float> magnitude, double best) : magnitude_(std::move(magnitude)), best_(best) {}
+  bool wants_inputs() const noexcept override { return true; }
+  Status observe(const float*, int64_t) noexcept override { return Status::Ok(); }
+  Result<QuantizedWeight> quantize(const float*) noexcept override { return Unsupported("fake"); }
+  Result<double> rounding_output_error(const float*, const float* s) noexcept override {
+    if (fail_) return Internal("fake failure");
+    ++calls_;
+    double e = 0;
+    for (size_t j = 0; j < magnitude_.size(); ++j) {
+      // Scale-free: the normalisation of s must not move the optimum.
+      const double d = std::log(s[j] / s[0]) - best_ * std::log(magnitude_[j] / magnitude_[0]);
+      e += d * d;
+    }
+    return e;
+  }
+  std::vector<float> magnitude_;
+  double best_;
+  bool fail_ = false;
+  int calls_ = 0;
+};
+
+TEST(AwqScaleSearch, FindsTheExponentThatRoundsBest) {
+  const std::vector<float> magnitude = {0.5f, 2.0f, 8.0f, 0.01f, 1.0f};
+  FakeQuantizer a(magnitude, 0.35), b(magnitude, 0.35);
+  const float weight = 0;
+  const ScaleMember members[] = {{&weight, &a}, {&weight, &b}};
+  auto found = search_input_scales(members, magnitude);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_NEAR(found->exponent, 0.35, 1e-9);
+  EXPECT_EQ(a.calls_, 20);
+  EXPECT_EQ(b.calls_, 20);
+  EXPECT_NEAR(found->loss, 0.0, 1e-9);
+  EXPECT_GT(found->unscaled_loss, 0.1);
+  // s = m^0.35 normalised so that max · min = 1.
+  const auto [lo, hi] = std::minmax_element(found->scales.begin(), found->scales.end());
+  EXPECT_NEAR(*lo * *hi, 1.0f, 1e-5f);
+  for (size_t j = 0; j < magnitude.size(); ++j)
+    EXPECT_NEAR(found->scales[j] / found->scales[0], std::pow(magnitude[j] / magnitude[0], 0.35), 1e-4);
+}
+
+TEST(AwqScaleSearch, PlainRoundingWinsTiesAndErrorsPropagate) {
+  const std::vector<float> magnitude = {1.0f, 1.0f, 1.0f};  // every exponent gives s = 1
+  FakeQuantizer q(magnitude, 0.0);
+  const float weight = 0;
+  const ScaleMember member[] = {{&weight, &q}};
+  auto found = search_input_scales(member, magnitude);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->exponent, 0.0);
+  EXPECT_EQ(found->scales, std::vector<float>(3, 1.0f));
+
+  q.fail_ = true;
+  EXPECT_EQ(search_input_scales(member, magnitude).status().message(), "fake failure");
+  EXPECT_EQ(search_input_scales({}, magnitude).status().code(), StatusCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tessera
