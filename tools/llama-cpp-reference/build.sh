@@ -33,7 +33,7 @@ fi
 cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON "${amx_off[@]}" \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
 ninja -C "$cache/build" -j "${JOBS:-2}" llama-bench llama-perplexity llama-speculative-simple llama-speculative \
-  llama-lookup llama-quantize llama-server
+  llama-lookup llama-quantize llama-imatrix llama-server
 g++ -O2 -std=c++17 tools/llama-cpp-reference/greedy_ids.cpp -I"$src/include" -I"$src/ggml/include" \
   -L"$cache/build/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$PWD/$cache/build/bin" -o "$cache/greedy_ids"
-echo "built: $cache/build/bin/llama-bench, llama-perplexity, llama-server, $cache/greedy_ids"
+echo "built: $cache/build/bin/llama-bench, llama-perplexity, llama-quantize, llama-imatrix, llama-server, $cache/greedy_ids"
