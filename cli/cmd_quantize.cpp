@@ -1,5 +1,7 @@
-// tessera quantize IN OUT --method rtn|gptq|awq [--format F | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--damp X] [--awq-grid N] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+// tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F | --bits N --sym/--asym] [--group-size N]
+//   [--act-order] [--damp X] [--awq-grid N] [--smooth A] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -56,12 +58,21 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   const QuantizedWeightReport* worst = nullptr;
   for (const auto& w : r.weights)
     if (worst == nullptr || w.relative_error > worst->relative_error) worst = &w;
-  fmt::print("  relative output error: mean {:.3e}{}\n", r.mean_relative_error(),
+  fmt::print("  relative {} error: mean {:.3e}{}\n", r.calibration_tokens > 0 && r.method != "int8" ? "output" : "weight", r.mean_relative_error(),
              worst != nullptr ? fmt::format(", largest {:.3e} ({})", worst->relative_error, worst->name) : "");
-  if (r.method != "rtn")
+  if (r.calibration_tokens > 0 && r.method != "int8")
     fmt::print("  against rounding to nearest on the calibration inputs: {:.3f}x its output error (geometric mean)\n",
                r.mean_gain_over_rounding());
-  if (!r.scale_groups.empty()) {
+  if (!r.scale_groups.empty() && r.method == "int8") {
+    double before = 0, after = 0;
+    for (const auto& g : r.scale_groups) {
+      before = std::max(before, g.activation_range_before);
+      after = std::max(after, g.activation_range_after);
+    }
+    fmt::print("  SmoothQuant: {} groups, alpha {:.2f}; the inputs' largest channel maximum over the mean one went "
+               "from {:.1f} to {:.1f} (worst group)\n",
+               r.scale_groups.size(), r.scale_groups.front().exponent, before, after);
+  } else if (!r.scale_groups.empty()) {
     double exponents = 0;
     for (const auto& g : r.scale_groups) exponents += g.exponent;
     fmt::print("  AWQ scales: {} groups, mean exponent {:.2f}, rounding error under them {:.3f}x that without "
@@ -76,12 +87,13 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
 int cmd_quantize(int argc, char** argv) {
   cxxopts::Options options("tessera quantize",
                            "Quantize the Linear weights of a GGUF model's layers into a new GGUF that llama.cpp runs "
-                           "too: round-to-nearest, or GPTQ or AWQ calibrated on a text through the model itself.");
+                           "too: round-to-nearest, or GPTQ or AWQ calibrated on a text through the model itself; "
+                           "or into INT8 W8A8, which Tessera runs with integer kernels.");
   options.positional_help("IN OUT");
   options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
       "output", "the GGUF to write", cxxopts::value<std::string>())(
-      "method", "rtn, gptq or awq", cxxopts::value<std::string>()->default_value("rtn"))(
-      "format", "q4_0, q4_1, q5_0, q5_1 or q8_0 (default: from --bits and --sym/--asym)",
+      "method", "rtn, gptq, awq or int8 (INT8 W8A8: int8 weights with a scale per row, int8 activations per token)", cxxopts::value<std::string>()->default_value("rtn"))(
+      "format", "q4_0, q4_1, q5_0, q5_1 or q8_0 (default: from --bits and --sym/--asym); int8 writes its own (i8)",
       cxxopts::value<std::string>())("bits", "bits per weight value (4, 5 or 8; default 4)", cxxopts::value<int>())(
       "group-size", "input columns sharing a scale (GGUF's block formats: 32; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
@@ -91,7 +103,8 @@ int cmd_quantize(int argc, char** argv) {
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
       "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
-      "force", "replace OUT if it exists");
+      "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5 (needs --calibration); 0: none",
+      cxxopts::value<double>()->default_value("0"))("force", "replace OUT if it exists");
   add_shared_options(options, kThreadsOption | kJsonOption);
   options.parse_positional({"input", "output"});
   cxxopts::ParseResult args;
@@ -107,6 +120,7 @@ int cmd_quantize(int argc, char** argv) {
   job.samples = args["samples"].as<int64_t>();
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
   job.awq_grid = args["awq-grid"].as<int>();
+  job.smooth = args["smooth"].as<double>();
   QuantizeSpec& spec = job.spec;
   spec.method = args["method"].as<std::string>();
   spec.group_size = args["group-size"].as<int>();
@@ -115,21 +129,33 @@ int cmd_quantize(int argc, char** argv) {
   spec.bits = 4;
   spec.symmetric = true;
   std::string format;
-  if (args.count("format")) {
+  if (spec.method == "int8") {
+    // INT8 W8A8 has one format: int8 values, one scale per row (the int8 plugin's "i8").
+    if (args.count("format") && args["format"].as<std::string>() != "i8")
+      return report_usage("--method int8 writes int8 weights with a scale per row (format i8); --format " +
+                          args["format"].as<std::string>() + " does not apply");
+    if (args.count("bits") && args["bits"].as<int>() != 8) return report_usage("--method int8 writes 8-bit weights");
+    if (args.count("group-size") && spec.group_size != -1)
+      return report_usage("--method int8 has one scale per output row (--group-size -1)");
+    if (args.count("asym")) return report_usage("--method int8 weights are symmetric");
+    spec.bits = 8;
+    spec.group_size = -1;
+    spec.format = "i8";
+  } else if (args.count("format")) {
     format = args["format"].as<std::string>();
     implied_by(format, &spec.bits, &spec.symmetric);
   }
   if (args.count("bits")) spec.bits = args["bits"].as<int>();
   if (args.count("sym")) spec.symmetric = true;
   if (args.count("asym")) spec.symmetric = false;
-  if (format.empty()) {
+  if (spec.method != "int8" && format.empty()) {
     const auto f = format_for(spec.bits, spec.symmetric);
     if (!f)
       return report_usage(fmt::format("no GGUF block format holds {}-bit {} groups; pass --format (see --help)",
                                       spec.bits, spec.symmetric ? "symmetric" : "asymmetric"));
     format = *f;
   }
-  spec.format = "ggml." + format;
+  if (spec.method != "int8") spec.format = "ggml." + format;
 
   if (args.count("calibration")) {
     const auto text = read_file(args["calibration"].as<std::string>(), "calibration text");

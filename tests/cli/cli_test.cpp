@@ -403,6 +403,10 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf c.gguf"), 2,
                          "unexpected argument 'c.gguf': tessera quantize takes one INPUT and one OUTPUT");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --sym --asym"), 2, "contradict");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method int8 --format q4_0"), 2,
+                         "--method int8 writes int8 weights with a scale per row (format i8)");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method int8 --bits 4"), 2,
+                         "--method int8 writes 8-bit weights");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 3"), 2,
                          "no GGUF block format holds 3-bit symmetric groups");
 }
@@ -420,6 +424,20 @@ TEST(Cli, QuantizeKeepsAnExistingOutputAndWritesWithForce) {
   EXPECT_NE(r.out.find("dequantized to f32 first"), std::string::npos) << r.out;
   EXPECT_EQ(slurp(out).substr(0, 4), "GGUF");
   EXPECT_TRUE(files_starting_with(out.parent_path(), "quantized.gguf.tmp").empty());
+}
+
+TEST(Cli, QuantizeInt8WritesAFileTheEngineRuns) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = write_file("int8.gguf", "");
+  const auto r = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                             " --method int8 --force --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("210 weights quantized with int8 into i8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("relative weight error"), std::string::npos) << r.out;
+  const auto run = run_command(kCli + " run " + kQuickstart + " --set model.path=" +
+                               out.string() + " --threads 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
 }
 
 }  // namespace

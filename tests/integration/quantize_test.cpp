@@ -179,6 +179,105 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
   EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.02) << "more than 2% apart";
 }
 
+// INT8 W8A8: every layer weight becomes int8 values beside an f32 scale per
+// row, and the file drops the input's llama.cpp file type. Per-token 8-bit
+// activations suffer from the few channels with very large values (the
+// attention sink's); SmoothQuant's migration moves them into the weights and
+// brings the model's score back towards the input's.
+TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
+  SKIP_WITHOUT_MODEL();
+  const auto quantize = [&](double smooth) {
+    const fs::path out = scratch(smooth > 0 ? "int8_smooth.gguf" : "int8.gguf");
+    QuantizeJob job = job_for(out.string(), "int8", "", true);
+    job.spec.format = "i8";
+    job.spec.bits = 8;
+    job.spec.group_size = -1;
+    job.smooth = smooth;
+    if (smooth > 0) {
+      job.calibration_text = calibration_text();
+      job.samples = 2;
+      job.sample_tokens = 48;
+    }
+    auto report = quantize_model(job, test_registry());
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    return std::make_pair(out, report.ok() ? *report : QuantizeReport{});
+  };
+  const auto [plain, report] = quantize(0);
+  ASSERT_EQ(report.weights.size(), 30u * 7u);
+  EXPECT_EQ(report.calibration_tokens, 0);
+  // 8 bits a value and a 32-bit scale per row of 576 or 1536 values.
+  EXPECT_GT(report.bits_per_weight(), 8.0);
+  EXPECT_LT(report.bits_per_weight(), 8.06);
+  for (const auto& w : report.weights) EXPECT_LT(w.relative_error, 1e-3) << w.name;
+
+  auto written = open_model(plain.string());
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  const auto& meta = *(*written)->gguf();
+  EXPECT_EQ(meta.get_string("tessera.quantize.method").value_or(""), "int8");
+  EXPECT_FALSE(meta.get_int("general.file_type").has_value()) << "llama.cpp has no file type for it";
+  EXPECT_FALSE(meta.get_int("tessera.quantize.calibration_tokens").has_value());
+  for (const char* name : {"blk.0.attn_q.weight", "blk.29.ffn_down.weight"}) {
+    const TensorRef* w = (*written)->find(name);
+    const TensorRef* scale = (*written)->find(std::string(name) + "_scale");
+    ASSERT_TRUE(w != nullptr && scale != nullptr) << name;
+    EXPECT_EQ(w->dtype, DType::i8) << name;
+    EXPECT_EQ(scale->dtype, DType::f32) << name;
+    EXPECT_EQ(scale->numel(), w->shape[0]) << name;
+  }
+
+  const auto [smooth, smooth_report] = quantize(0.5);
+  ASSERT_EQ(smooth_report.scale_groups.size(), 30u * 3u);
+  for (const auto& g : smooth_report.scale_groups)
+    EXPECT_LT(g.activation_range_after, g.activation_range_before) << g.folds_into;
+
+  const std::string text = calibration_text().substr(0, 1200);
+  double ppl[3] = {0, 0, 0};
+  const fs::path files[3] = {kModel, plain, smooth};
+  for (int i = 0; i < 3; ++i) {
+    auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", files[i].string()}});
+    ASSERT_TRUE(session);
+    auto r = compute_perplexity(*session, text, 96);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ppl[i] = r->ppl;
+  }
+  std::printf("[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f\n", ppl[0], ppl[1],
+              ppl[2]);
+  EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), std::fabs(std::log(ppl[1] / ppl[0])));
+  EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), 0.03) << "more than 3% apart";
+}
+
+// A weight stored as i8 without its row scales is refused by name.
+TEST(Quantize, Int8WeightWithoutItsScalesIsRefused) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("int8_for_surgery.gguf");
+  QuantizeJob job = job_for(out.string(), "int8", "", true);
+  job.spec.format = "i8";
+  job.spec.bits = 8;
+  job.spec.group_size = -1;
+  ASSERT_TRUE(quantize_model(job, test_registry()).ok());
+  // Rename one scale tensor in place: same length, so the file stays valid.
+  std::string bytes;
+  {
+    std::ifstream in(out, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string from = "blk.3.ffn_up.weight_scale", to = "blk.3.ffn_up.weight_scalX";
+  const size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, from.size(), to);
+  const fs::path broken = scratch("int8_no_scale.gguf");
+  {
+    std::ofstream o(broken, std::ios::binary);
+    o << bytes;
+  }
+  auto pipeline = load_pipeline(kPipelines / "quickstart.toml", {{"model", "path", broken.string()}}, test_registry());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  auto session = Session::open(*pipeline, test_registry());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("blk.3.ffn_up.weight_scale"), std::string::npos)
+      << session.status().message();
+}
+
 TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   SKIP_WITHOUT_MODEL();
   const fs::path out = scratch("never_written.gguf");
@@ -205,6 +304,21 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   EXPECT_NE(message(awq).find("give it a text (--calibration FILE)"), std::string::npos);
   awq.awq_grid = 0;
   EXPECT_NE(message(awq).find("AWQ's grid of 0 exponents"), std::string::npos);
+  QuantizeJob smooth_gptq = job_for(out.string(), "gptq", "q4_0", true);
+  smooth_gptq.calibration_text = calibration_text();
+  smooth_gptq.smooth = 0.5;
+  EXPECT_NE(message(smooth_gptq).find("an INT8 W8A8 setting"), std::string::npos) << message(smooth_gptq);
+  QuantizeJob int8 = job_for(out.string(), "int8", "", true);
+  int8.spec.format = "i8";
+  int8.spec.bits = 8;
+  int8.spec.group_size = -1;
+  int8.smooth = 0.5;
+  EXPECT_NE(message(int8).find("with SmoothQuant calibrates: give it a text"), std::string::npos) << message(int8);
+  int8.smooth = 1.5;
+  EXPECT_NE(message(int8).find("alpha 1.5 is outside (0, 1)"), std::string::npos) << message(int8);
+  int8.smooth = 0;
+  int8.spec.group_size = 32;
+  EXPECT_NE(message(int8).find("one scale per output row"), std::string::npos) << message(int8);
   QuantizeJob wide = job_for(out.string(), "rtn", "q4_0", true);
   wide.spec.group_size = 128;
   EXPECT_NE(message(wide).find("holds 4-bit symmetric groups of 32"), std::string::npos);

@@ -5,6 +5,10 @@
 // core hands each weight to the plugin that declares its format, so a third
 // party adds a format without touching the core.
 //
+// A format may store a weight as several tensors (ABI 3.4): INT8 W8A8 keeps
+// the int8 values under the weight's name and one f32 scale per row under
+// name + "_scale"; the plugin names the suffixes, the core finds the tensors.
+//
 // Offline quantization (ABI 3.2, `tessera quantize`): the core asks each quant
 // plugin for a WeightQuantizer per weight matrix; a calibrated method sees the
 // inputs the weight's Linear receives while the core runs the model over a
@@ -57,6 +61,17 @@ struct QuantizedWeight {
   double rounding_relative_error = 0;
 };
 
+#if TESSERA_ABI_MINOR >= 4
+// A tensor a format stores beside its weight (ABI 3.4): INT8 W8A8's per-row
+// scales, "_scale" [out_features] f32.
+struct QuantizedPart {
+  std::string suffix;           // appended to the weight's name
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;   // row-major, outermost first
+  std::vector<std::byte> data;
+};
+#endif
+
 // Quantizes one weight matrix W [out_features, in_features]. Made per weight;
 // for a calibrated method the core calls observe() with every input the
 // weight's Linear receives during calibration, then quantize() once.
@@ -88,6 +103,14 @@ class WeightQuantizer : public AbiObject {
     return Unsupported("this weight quantizer does not take input scales");
   }
 #endif
+
+#if TESSERA_ABI_MINOR >= 4
+  // ABI 3.4, optional (called only when provides(*this, 4)): the tensors a
+  // format stores beside the weight (Quantizer::part_suffixes), for the
+  // weight quantize() returned last. The core writes each under the
+  // weight's name + suffix.
+  virtual Result<std::vector<QuantizedPart>> parts() noexcept { return std::vector<QuantizedPart>{}; }
+#endif
 };
 #endif
 
@@ -114,6 +137,24 @@ class Quantizer : public PluginObject {
                                                                     int64_t /*out_features*/,
                                                                     int64_t /*in_features*/) noexcept {
     return Unsupported("this quant plugin does not quantize");
+  }
+#endif
+
+#if TESSERA_ABI_MINOR >= 4
+  // ABI 3.4, optional: formats stored as several tensors. A weight `name` of
+  // such a format runs with the tensors `name + suffix` stored beside it
+  // (INT8 W8A8: "_scale", one scale per row); the core finds them and passes
+  // them in this order to the two methods below, which then stand in for
+  // make_linear() and dequantize_rows(). Empty (the default): one tensor.
+  virtual std::span<const std::string_view> part_suffixes(std::string_view /*format*/) const noexcept { return {}; }
+  virtual Result<std::unique_ptr<Linear>> make_linear_from_parts(const TensorRef& /*weight*/,
+                                                                 std::span<const TensorRef* const> /*parts*/,
+                                                                 const TensorRef* /*bias*/) noexcept {
+    return Unsupported("this quant plugin has no formats stored as several tensors");
+  }
+  virtual Status dequantize_rows_from_parts(const TensorRef& /*tensor*/, std::span<const TensorRef* const> /*parts*/,
+                                            int64_t /*first_row*/, int64_t /*n_rows*/, float* /*out*/) noexcept {
+    return Unsupported("this quant plugin has no formats stored as several tensors");
   }
 #endif
 };

@@ -81,4 +81,25 @@ Result<ScaleSearch> search_input_scales(std::span<const ScaleMember> members, st
   return best;
 }
 
+Result<std::vector<float>> smoothquant_scales(std::span<const ScaleMember> members,
+                                              std::span<const float> max_abs_input, double alpha) {
+  if (!(alpha > 0 && alpha < 1)) return InvalidArgument(fmt::format("SmoothQuant's alpha {} is outside (0, 1)", alpha));
+  if (members.empty()) return InvalidArgument("SmoothQuant needs at least one weight");
+  const auto cols = static_cast<int64_t>(max_abs_input.size());
+  std::vector<float> max_weight(static_cast<size_t>(cols), 0.0f);
+  for (const ScaleMember& m : members) {
+    for (int64_t r = 0; r < m.rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        max_weight[static_cast<size_t>(j)] = std::max(max_weight[static_cast<size_t>(j)], std::fabs(m.weight[r * cols + j]));
+  }
+  std::vector<float> s(static_cast<size_t>(cols), 1.0f);
+  for (int64_t j = 0; j < cols; ++j) {
+    const double x = max_abs_input[static_cast<size_t>(j)], w = max_weight[static_cast<size_t>(j)];
+    if (!(x > 0) || !(w > 0) || !std::isfinite(x)) continue;
+    const double v = std::pow(x, alpha) / std::pow(w, 1 - alpha);
+    s[static_cast<size_t>(j)] = static_cast<float>(std::clamp(v, 1e-5, 1e5));
+  }
+  return s;
+}
+
 }  // namespace tessera

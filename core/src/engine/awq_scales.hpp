@@ -46,6 +46,7 @@ std::vector<ScaleGroup> awq_scale_groups(int layer, const std::map<std::string, 
 struct ScaleMember {
   const float* weight = nullptr;
   WeightQuantizer* quantizer = nullptr;
+  int64_t rows = 0;  // out_features of the weight (SmoothQuant reads its columns)
 };
 
 struct ScaleSearch {
@@ -64,5 +65,16 @@ struct ScaleSearch {
 // mean_abs_input: [in], the members' shared input.
 Result<ScaleSearch> search_input_scales(std::span<const ScaleMember> members, std::span<const float> mean_abs_input,
                                         int grid = 20);
+
+// SmoothQuant's migration (Xiao et al., 2023, "SmoothQuant: Accurate and
+// Efficient Post-Training Quantization for Large Language Models"): per
+// input channel j, s_j = max|x_j|^alpha / max_i |W_ij|^(1 - alpha), the
+// weight maximum taken over every member's column j, so that dividing the
+// input by s moves the activations' outlier channels into the weights, where
+// per-row rounding absorbs them. A channel the inputs never reached, or
+// whose weights are all zero, keeps s_j = 1; s is clamped to [1e-5, 1e5].
+// max_abs_input: [in], the members' shared input; alpha in (0, 1).
+Result<std::vector<float>> smoothquant_scales(std::span<const ScaleMember> members,
+                                              std::span<const float> max_abs_input, double alpha);
 
 }  // namespace tessera

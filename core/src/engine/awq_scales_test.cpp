@@ -123,3 +123,37 @@ TEST(AwqScaleSearch, PlainRoundingWinsTiesAndErrorsPropagate) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// s_j = max|x_j|^a / max|W_j|^(1-a) over both members' column j; channels
+// the inputs never reached, or with all-zero weights, keep 1.
+TEST(SmoothQuantScales, BalanceEachChannelsInputAndWeightMaxima) {
+  // Two members of 2 rows x 4 columns; column 3 is zero in both.
+  const float a[] = {1.0f, -2.0f, 0.5f, 0.0f,  //
+                     -4.0f, 1.0f, 0.25f, 0.0f};
+  const float b[] = {2.0f, 0.5f, -8.0f, 0.0f,  //
+                     0.5f, 0.5f, 1.0f, 0.0f};
+  const ScaleMember members[] = {{a, nullptr, 2}, {b, nullptr, 2}};
+  const float max_x[] = {16.0f, 0.0f, 2.0f, 5.0f};
+  auto s = smoothquant_scales(members, max_x, 0.5);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_FLOAT_EQ((*s)[0], 2.0f);  // sqrt(16) / sqrt(4)
+  EXPECT_FLOAT_EQ((*s)[1], 1.0f) << "never reached by the inputs";
+  EXPECT_FLOAT_EQ((*s)[2], std::sqrt(2.0f) / std::sqrt(8.0f));
+  EXPECT_FLOAT_EQ((*s)[3], 1.0f) << "all-zero weights";
+  // After dividing the inputs by s and scaling the weights by it, both
+  // maxima of a channel meet at max|x|^a max|W|^(1-a).
+  EXPECT_FLOAT_EQ(max_x[0] / (*s)[0], 4.0f * (*s)[0]);
+  const auto strong = smoothquant_scales(members, max_x, 0.8);
+  ASSERT_TRUE(strong.ok());
+  EXPECT_FLOAT_EQ((*strong)[0], static_cast<float>(std::pow(16.0, 0.8) / std::pow(4.0, 0.2)));
+  EXPECT_FALSE(smoothquant_scales(members, max_x, 0.0).ok());
+  EXPECT_FALSE(smoothquant_scales(members, max_x, 1.0).ok());
+  EXPECT_FALSE(smoothquant_scales({}, max_x, 0.5).ok());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,5 +1,6 @@
 #include "engine/calibration_linear.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -35,7 +36,11 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
       TESSERA_RETURN_IF_ERROR(observer_->observe(x, n_rows));
       const int64_t cols = reference_->in_features();
       for (int64_t r = 0; r < n_rows; ++r)
-        for (int64_t j = 0; j < cols; ++j) sum_abs_input_[j] += std::fabs(x[r * cols + j]);
+        for (int64_t j = 0; j < cols; ++j) {
+          const float a = std::fabs(x[r * cols + j]);
+          sum_abs_input_[j] += a;
+          max_abs_input_[j] = std::max(max_abs_input_[j], a);
+        }
       observed_rows_ += n_rows;
       return reference_->forward(x, y, n_rows);
     }

@@ -9,7 +9,8 @@
 //              inputs divided by AWQ's scales where they were folded into a
 //              norm, which the running model still holds unscaled);
 //   observe    layer l: hands its inputs to the WeightQuantizer (and keeps
-//              their mean magnitude per channel, for AWQ), then
+//              their mean and largest magnitude per channel, for AWQ and
+//              SmoothQuant), then
 //              multiplies by the original weight (so the layer's later
 //              Linears see what the original layer computes);
 //   stop       layers after l: ends the forward early, nothing after l matters;
@@ -35,6 +36,7 @@ class CalibrationLinear final : public Linear {
   void observe_into(WeightQuantizer* quantizer) {
     observer_ = quantizer;
     sum_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0);
+    max_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0f);
     role_ = Role::observe;
   }
   void stop() { role_ = Role::stop; }
@@ -53,6 +55,8 @@ class CalibrationLinear final : public Linear {
   int64_t observed_rows() const { return observed_rows_; }
   // Mean |x| per input channel over the rows observed: [in_features].
   std::vector<float> mean_abs_input() const;
+  // Largest |x| per input channel over the rows observed: [in_features].
+  const std::vector<float>& max_abs_input() const { return max_abs_input_; }
 
   int64_t in_features() const noexcept override { return current().in_features(); }
   int64_t out_features() const noexcept override { return current().out_features(); }
@@ -70,6 +74,7 @@ class CalibrationLinear final : public Linear {
   Role role_ = Role::reference;
   int64_t observed_rows_ = 0;
   std::vector<double> sum_abs_input_;  // [in_features] while observing
+  std::vector<float> max_abs_input_;   // [in_features] while observing
   std::vector<float> input_divisor_;   // [in_features] or empty
   std::vector<float> scaled_input_;    // scratch: [n_rows, in_features]
 };

@@ -50,23 +50,47 @@ Result<std::shared_ptr<Quantizer>> CoreModelBuilder::quantizer_for(const TensorR
   return it->second;
 }
 
+Result<std::vector<const TensorRef*>> CoreModelBuilder::parts_of(const Quantizer& quantizer,
+                                                                 const TensorRef& tensor) const {
+  std::vector<const TensorRef*> parts;
+  if (!provides(quantizer, 4)) return parts;
+  for (std::string_view suffix : quantizer.part_suffixes(tensor.format)) {
+    const std::string name = tensor.name + std::string(suffix);
+    const TensorRef* part = weights_.find(name);
+    if (part == nullptr)
+      return CorruptData(fmt::format("{}: tensor '{}' is stored as '{}', which keeps '{}' beside it; the file has no "
+                                     "such tensor",
+                                     weights_.source(), tensor.name, tensor.format, name));
+    parts.push_back(part);
+  }
+  return parts;
+}
+
 namespace {
+
+Status dequantize_with_parts(Quantizer& quantizer, const TensorRef& tensor, std::span<const TensorRef* const> parts,
+                             int64_t first_row, int64_t n_rows, float* out) noexcept {
+  if (parts.empty()) return quantizer.dequantize_rows(tensor, first_row, n_rows, out);
+  return quantizer.dequantize_rows_from_parts(tensor, parts, first_row, n_rows, out);
+}
 
 // Holding the Quantizer (and through it its library) keeps the decoder valid
 // after the builder is gone.
 class QuantizerRowDecoder final : public RowDecoder {
  public:
-  QuantizerRowDecoder(std::shared_ptr<Quantizer> quantizer, const TensorRef& tensor)
-      : quantizer_(std::move(quantizer)), tensor_(tensor) {}
+  QuantizerRowDecoder(std::shared_ptr<Quantizer> quantizer, const TensorRef& tensor,
+                      std::vector<const TensorRef*> parts)
+      : quantizer_(std::move(quantizer)), tensor_(tensor), parts_(std::move(parts)) {}
   Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept override {
     if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor_.rows())
       return InvalidArgument("rows out of range of tensor " + tensor_.name);  // no fmt: keeps decode cheap
-    return quantizer_->dequantize_rows(tensor_, first_row, n_rows, out);
+    return dequantize_with_parts(*quantizer_, tensor_, parts_, first_row, n_rows, out);
   }
 
  private:
   std::shared_ptr<Quantizer> quantizer_;
   const TensorRef& tensor_;
+  std::vector<const TensorRef*> parts_;
 };
 
 }  // namespace
@@ -78,7 +102,10 @@ Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRe
                                          weights_.source(), tensor.name, tensor.ndim));
     auto q = quantizer_for(tensor);
     if (!q.ok()) return q.status();
-    return std::unique_ptr<RowDecoder>(std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor));
+    auto parts = parts_of(**q, tensor);
+    if (!parts.ok()) return parts.status();
+    return std::unique_ptr<RowDecoder>(
+        std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor, std::move(parts).value()));
   });
 }
 
@@ -96,6 +123,10 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
     auto made = make_linear(*weight, bias);
     if (!made.ok()) return made;
     weights_.release_resident(*weight);
+    if (auto q = quantizer_for(*weight); q.ok()) {
+      if (auto parts = parts_of(**q, *weight); parts.ok())
+        for (const TensorRef* part : *parts) weights_.release_resident(*part);
+    }
     if (!wrap_linear_) return made;
     return wrap_linear_(*weight, bias, std::move(made).value());
   });
@@ -105,7 +136,22 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::make_linear(const TensorRef& w
   return guard([&]() -> Result<std::unique_ptr<Linear>> {
     auto q = quantizer_for(weight);
     if (!q.ok()) return q.status();
-    return (*q)->make_linear(weight, bias);
+    auto parts = parts_of(**q, weight);
+    if (!parts.ok()) return parts.status();
+    if (parts->empty()) return (*q)->make_linear(weight, bias);
+    return (*q)->make_linear_from_parts(weight, *parts, bias);
+  });
+}
+
+Result<std::unique_ptr<Linear>> CoreModelBuilder::make_linear(const TensorRef& weight,
+                                                              std::span<const TensorRef* const> parts,
+                                                              const TensorRef* bias) noexcept {
+  return guard([&]() -> Result<std::unique_ptr<Linear>> {
+    auto q = quantizer_for(weight);
+    if (!q.ok()) return q.status();
+    if (parts.empty()) return (*q)->make_linear(weight, bias);
+    if (!provides(**q, 4)) return Unsupported(fmt::format("tensor '{}': its quant plugin takes no parts", weight.name));
+    return (*q)->make_linear_from_parts(weight, parts, bias);
   });
 }
 
@@ -113,7 +159,9 @@ Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) noexcep
   return guard([&]() -> Status {
     auto q = quantizer_for(tensor);
     if (!q.ok()) return q.status();
-    return (*q)->dequantize_rows(tensor, 0, tensor.rows(), out);
+    auto parts = parts_of(**q, tensor);
+    if (!parts.ok()) return parts.status();
+    return dequantize_with_parts(**q, tensor, *parts, 0, tensor.rows(), out);
   });
 }
 
@@ -125,7 +173,9 @@ Status CoreModelBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_
                                          first_row + n_rows, tensor.name, tensor.rows()));
     auto q = quantizer_for(tensor);
     if (!q.ok()) return q.status();
-    return (*q)->dequantize_rows(tensor, first_row, n_rows, out);
+    auto parts = parts_of(**q, tensor);
+    if (!parts.ok()) return parts.status();
+    return dequantize_with_parts(**q, tensor, *parts, first_row, n_rows, out);
   });
 }
 

@@ -38,7 +38,11 @@ class CoreModelBuilder final : public ModelBuilder {
   Result<AttentionKernel*> attention() noexcept override;
   // A Linear for `weight` (which need not be one of the file's tensors: a
   // quantized copy, say) from the quant plugin that executes its format; not wrapped.
+  // A format stored as several tensors (Quantizer::part_suffixes) finds its
+  // parts in the file by name; the second form is given them.
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept;
+  Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, std::span<const TensorRef* const> parts,
+                                              const TensorRef* bias) noexcept;
   void warn(std::string_view message) noexcept override;
 
   // Formats some plugin executes, for messages.
@@ -48,6 +52,8 @@ class CoreModelBuilder final : public ModelBuilder {
 
  private:
   Result<std::shared_ptr<Quantizer>> quantizer_for(const TensorRef& tensor) const;
+  // The tensors stored beside `tensor` that its format needs (none for most).
+  Result<std::vector<const TensorRef*>> parts_of(const Quantizer& quantizer, const TensorRef& tensor) const;
 
   const ModelFile& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;

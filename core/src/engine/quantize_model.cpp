@@ -158,6 +158,19 @@ TensorRef f32_view(const TensorRef& tensor, const std::vector<float>& values) {
   return view;
 }
 
+// A part a quantizer made (QuantizedPart), as the tensor it will be in the output.
+TensorRef part_view(const std::string& weight_name, const QuantizedPart& part) {
+  TensorRef view;
+  view.name = weight_name + part.suffix;
+  view.dtype = part.dtype;
+  view.format = storage_format(part.dtype);
+  view.ndim = static_cast<int32_t>(part.shape.size());
+  for (int i = 0; i < view.ndim && i < kMaxDims; ++i) view.shape[i] = part.shape[i];
+  view.data = part.data.data();
+  view.nbytes = part.data.size();
+  return view;
+}
+
 // What AWQ does to one layer once its Linears have observed their inputs:
 // per scale group, the search, then s into the members' weights (columns)
 // and quantizers, 1/s into the norm (rewritten) or the Linear before (its
@@ -171,7 +184,19 @@ struct LayerScaling {
   std::map<std::string, std::vector<float>>* input_divisors;
 };
 
-Status apply_awq_scales(int layer, int grid, const Session& session, CoreModelBuilder& builder,
+// The inputs' largest channel maximum over the mean channel maximum, each divided by s.
+double outlier_factor(const std::vector<float>& max_abs, const std::vector<float>& s) {
+  double largest = 0, sum = 0;
+  for (size_t j = 0; j < max_abs.size(); ++j) {
+    const double m = max_abs[j] / s[j];
+    largest = std::max(largest, m);
+    sum += m;
+  }
+  return sum > 0 ? largest * static_cast<double>(max_abs.size()) / sum : 0.0;
+}
+
+// `smooth` > 0: SmoothQuant's migration with that alpha instead of AWQ's search.
+Status apply_input_scales(int layer, int grid, double smooth, const Session& session, CoreModelBuilder& builder,
                         const std::map<std::string, Target, std::less<>>& targets, const LayerScaling& out,
                         QuantizeReport& report) {
   for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(session.file(), layer))) {
@@ -183,14 +208,30 @@ Status apply_awq_scales(int layer, int grid, const Session& session, CoreModelBu
       if (!provides(*quantizer->second, 3))
         return Unsupported(fmt::format("{}: its quant plugin was built for ABI 3.{}; AWQ's scale search needs 3.3",
                                        name, quantizer->second->abi_minor()));
-      members.push_back({weight->second.data(), quantizer->second.get()});
+      const auto cols = targets.find(name)->second.weight->shape[1];
+      members.push_back({weight->second.data(), quantizer->second.get(),
+                         static_cast<int64_t>(weight->second.size()) / cols});
     }
     // A member, or the Linear before, that is not a weight this job quantizes.
     if (members.size() != group.members.size()) continue;
     if (group.fold == ScaleGroup::Fold::rows && !out.weights->contains(group.folds_into)) continue;
-    const auto search = search_input_scales(members, targets.find(group.members.front())->second.linear->mean_abs_input(), grid);
-    if (!search.ok()) return Status(search.status().code(), fmt::format("{}: {}", group.members.front(), search.status().message()));
-    const std::vector<float>& scale = search->scales;
+    const CalibrationLinear& input = *targets.find(group.members.front())->second.linear;
+    ScaleGroupReport done{group.folds_into, group.members};
+    std::vector<float> scale;
+    if (smooth > 0) {
+      auto made = smoothquant_scales(members, input.max_abs_input(), smooth);
+      if (!made.ok()) return Status(made.status().code(), fmt::format("{}: {}", group.members.front(), made.status().message()));
+      scale = std::move(made).value();
+      done.exponent = smooth;
+      done.activation_range_before = outlier_factor(input.max_abs_input(), std::vector<float>(scale.size(), 1.0f));
+      done.activation_range_after = outlier_factor(input.max_abs_input(), scale);
+    } else {
+      auto search = search_input_scales(members, input.mean_abs_input(), grid);
+      if (!search.ok()) return Status(search.status().code(), fmt::format("{}: {}", group.members.front(), search.status().message()));
+      scale = std::move(search->scales);
+      done.exponent = search->exponent;
+      done.loss_ratio = search->unscaled_loss > 0 ? search->loss / search->unscaled_loss : 1.0;
+    }
     const auto cols = static_cast<int64_t>(scale.size());
 
     for (const std::string& name : group.members) {
@@ -219,17 +260,25 @@ Status apply_awq_scales(int layer, int grid, const Session& session, CoreModelBu
         for (int64_t r = 0; r < cols; ++r) values[r] /= scale[r];
       }
     }
-    report.scale_groups.push_back({group.folds_into, group.members, search->exponent,
-                                   search->unscaled_loss > 0 ? search->loss / search->unscaled_loss : 1.0});
+    report.scale_groups.push_back(std::move(done));
   }
   return Status::Ok();
 }
 
 // `rewritten`: tensors (norms, biases) whose values AWQ changed, written as f32.
+// `parts`: what a format stores beside a weight (INT8's row scales), written
+// after it under the weight's name + suffix.
 Status write_output(const QuantizeJob& job, const GgufFile& input, const std::map<std::string, QuantizedWeight>& done,
+                    const std::map<std::string, std::vector<QuantizedPart>>& parts,
                     const std::map<std::string, std::vector<float>>& rewritten, QuantizeReport& report) {
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
-  for (const auto& [key, value] : input.metadata()) writer.set(key, value);
+  // general.file_type names llama.cpp's file types; a format it has none for
+  // (INT8 W8A8) drops the input's rather than keep a false one.
+  const bool llama_type = !done.empty() && llama_file_type(done.begin()->second.dtype).has_value();
+  for (const auto& [key, value] : input.metadata()) {
+    if (key == "general.file_type" && !done.empty() && !llama_type) continue;
+    writer.set(key, value);
+  }
   for (const auto& t : input.tensors()) {
     const auto it = done.find(t.name);
     const auto changed = rewritten.find(t.name);
@@ -244,6 +293,13 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     } else {
       report.tensor_bytes += it->second.data.size();
       TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, it->second.dtype, t.dims, it->second.data));
+      if (const auto p = parts.find(t.name); p != parts.end()) {
+        for (const QuantizedPart& part : p->second) {
+          std::vector<uint64_t> dims(part.shape.rbegin(), part.shape.rend());  // GGUF: innermost first
+          report.tensor_bytes += part.data.size();
+          TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name + part.suffix, part.dtype, std::move(dims), part.data));
+        }
+      }
     }
   }
   if (!done.empty()) {
@@ -255,7 +311,8 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     writer.set_bool("tessera.quantize.act_order", job.spec.act_order);
     writer.set_f32("tessera.quantize.damp", static_cast<float>(job.spec.damp));
   }
-  if (job.spec.method != "rtn")
+  if (job.smooth > 0) writer.set_f32("tessera.quantize.smoothquant_alpha", static_cast<float>(job.smooth));
+  if (report.calibration_tokens > 0)
     writer.set_u32("tessera.quantize.calibration_tokens", static_cast<uint32_t>(report.calibration_tokens));
   TESSERA_RETURN_IF_ERROR(writer.write(job.output));
   std::error_code ec;
@@ -315,7 +372,12 @@ nlohmann::json QuantizeReport::to_json() const {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : scale_groups)
     groups.push_back(
-        {{"folds_into", g.folds_into}, {"members", g.members}, {"exponent", g.exponent}, {"loss_ratio", g.loss_ratio}});
+        {{"folds_into", g.folds_into},
+         {"members", g.members},
+         {"exponent", g.exponent},
+         {"loss_ratio", g.loss_ratio},
+         {"activation_range_before", g.activation_range_before},
+         {"activation_range_after", g.activation_range_after}});
   return {{"method", method},
           {"format", format},
           {"weights_quantized", weights.size()},
@@ -375,7 +437,13 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   // Fails fast, before any calibration, when no plugin can do what is asked.
   auto probe = weight_quantizer(s.quantizers(), job.spec, *layers.begin()->second.front()->weight);
   if (!probe.ok()) return probe.status();
-  const bool calibrate = (*probe)->wants_inputs();
+  // SmoothQuant's migration needs the inputs' channel maxima even though
+  // the INT8 quantizer rounds without them.
+  const bool calibrate = (*probe)->wants_inputs() || job.smooth > 0;
+  if (job.smooth != 0 && job.spec.method != "int8")
+    return InvalidArgument("SmoothQuant's migration (smooth) is an INT8 W8A8 setting, not " + job.spec.method + "'s");
+  if (job.smooth != 0 && !(job.smooth > 0 && job.smooth < 1))
+    return InvalidArgument(fmt::format("SmoothQuant's alpha {} is outside (0, 1)", job.smooth));
   if (job.spec.method == "awq" && (job.awq_grid < 1 || job.awq_grid > 1000))
     return InvalidArgument(fmt::format("AWQ's grid of {} exponents: give 1 to 1000", job.awq_grid));
   if (job.spec.method == "awq" && !provides(**probe, 3))
@@ -385,7 +453,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   std::vector<std::vector<int32_t>> samples;
   if (calibrate) {
     if (job.calibration_text.empty())
-      return InvalidArgument(fmt::format("method '{}' calibrates: give it a text (--calibration FILE)", job.spec.method));
+      return InvalidArgument(fmt::format("method '{}'{} calibrates: give it a text (--calibration FILE)", job.spec.method,
+                                         job.smooth > 0 ? " with SmoothQuant" : ""));
     auto made = calibration_samples(job, s);
     if (!made.ok()) return made.status();
     samples = std::move(made).value();
@@ -395,6 +464,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
   std::map<std::string, std::vector<float>> rewritten;  // AWQ's norms and biases, f32; node-stable too
+  std::map<std::string, std::vector<QuantizedPart>> parts;  // beside each weight (INT8's scales); node-stable
+  std::map<std::string, std::vector<TensorRef>> part_views;  // views of `parts` the quantized Linears read
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
@@ -427,8 +498,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
     }
     std::map<std::string, std::vector<float>> input_divisors;
-    if (job.spec.method == "awq") {
-      TESSERA_RETURN_IF_ERROR(apply_awq_scales(layer, job.awq_grid, s, builder, targets,
+    if (job.spec.method == "awq" || job.smooth > 0) {
+      TESSERA_RETURN_IF_ERROR(apply_input_scales(layer, job.awq_grid, job.smooth, s, builder, targets,
                                                {&originals, &quantizers, &rewritten, &input_divisors}, report));
     }
     for (Target* t : weights) {
@@ -444,6 +515,17 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
                                     quantized->data.size(), dtype_name(quantized->dtype), w.shape[0], w.shape[1],
                                     expected));
       QuantizedWeight& kept = done[w.name] = std::move(quantized).value();
+      std::vector<const TensorRef*> kept_parts;
+      if (provides(*quantizers[w.name], 4)) {
+        auto made = quantizers[w.name]->parts();
+        if (!made.ok()) return Status(made.status().code(), fmt::format("{}: {}", w.name, made.status().message()));
+        std::vector<TensorRef>& views = part_views[w.name];
+        for (QuantizedPart& part : parts[w.name] = std::move(made).value()) {
+          report.quantized_bytes += part.data.size();
+          views.push_back(part_view(w.name, part));
+        }
+        for (const TensorRef& view : views) kept_parts.push_back(&view);
+      }
       report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), w.shape[0], w.shape[1], kept.relative_error,
                                 kept.rounding_relative_error, t->linear->observed_rows()});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
@@ -458,7 +540,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       if (t->bias != nullptr) {
         if (const auto b = rewritten.find(t->bias->name); b != rewritten.end()) rescaled_bias = f32_view(*t->bias, b->second);
       }
-      auto linear = builder.make_linear(stored, rescaled_bias ? &*rescaled_bias : t->bias);
+      auto linear = builder.make_linear(stored, kept_parts, rescaled_bias ? &*rescaled_bias : t->bias);
       if (!linear.ok()) return linear.status();
       t->linear->use_quantized(std::move(linear).value(), std::move(input_divisors[w.name]));
     }
@@ -466,7 +548,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});
   }
 
-  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, rewritten, report));
+  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, parts, rewritten, report));
   report.seconds = seconds_since(start);
   return report;
 }

@@ -36,6 +36,8 @@ struct QuantizeJob {
   int64_t sample_tokens = 512;   // ... of this many tokens, consecutive in the text
   int64_t threads = 0;           // 0: every core
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
+  // INT8 W8A8: SmoothQuant's migration strength alpha in (0, 1); 0: none.
+  double smooth = 0;
   bool force = false;            // replace an existing output
 };
 
@@ -49,12 +51,17 @@ struct QuantizedWeightReport {
   int64_t calibration_rows = 0;        // input rows its quantizer observed
 };
 
-// One AWQ scale group of one layer.
+// One scale group of one layer (AWQ's, or SmoothQuant's for INT8).
 struct ScaleGroupReport {
   std::string folds_into;            // the norm or Linear weight that took 1/s
   std::vector<std::string> members;  // the weights scaled by s
-  double exponent = 0;               // s = mean|x|^exponent (normalised)
-  double loss_ratio = 1;             // the members' rounding output error with s over without
+  double exponent = 0;               // AWQ: s = mean|x|^exponent (normalised); SmoothQuant: alpha
+  double loss_ratio = 1;             // AWQ: the members' rounding output error with s over without; SmoothQuant: 1
+  // SmoothQuant only: the inputs' largest channel maximum over the mean
+  // channel maximum, before and after dividing by s (how far the outlier
+  // channels that per-token rounding suffers from were flattened).
+  double activation_range_before = 0;
+  double activation_range_after = 0;
 };
 
 struct QuantizeReport {

@@ -1,0 +1,134 @@
+#include "w8a8_linear.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+
+namespace tessera::int8 {
+
+float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_t* q) {
+  float amax = 0.0f;
+  float poison = 0.0f;  // NaN when any x is NaN or infinite (x * 0)
+  for (int64_t k = 0; k < n; ++k) {
+    amax = std::max(amax, std::fabs(x[k]));
+    poison += x[k] * 0.0f;
+  }
+  std::fill(q + n, q + n_padded, int8_t{0});
+  if (poison != 0.0f || std::isnan(poison)) {
+    std::fill(q, q + n, int8_t{0});
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  if (amax == 0.0f) {
+    std::fill(q, q + n, int8_t{0});
+    return 0.0f;
+  }
+  const float inv = 127.0f / amax;
+  // Adding and taking away 1.5 * 2^23 rounds |v| <= 127 to the nearest
+  // integer, ties to even, in plain float arithmetic the compiler vectorizes.
+  constexpr float kRound = 12582912.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = (x[k] * inv + kRound) - kRound;
+    q[k] = static_cast<int8_t>(static_cast<int32_t>(v));
+  }
+  return amax / 127.0f;
+}
+
+W8A8Linear::W8A8Linear(PackedWeight weight, std::vector<float> bias) : w_(std::move(weight)), bias_(std::move(bias)) {}
+
+uint64_t W8A8Linear::weight_bytes() const noexcept {
+  return static_cast<uint64_t>(w_.out) * static_cast<uint64_t>(w_.in) + static_cast<uint64_t>(w_.out) * 4;
+}
+
+void W8A8Linear::finish(const int32_t* acc, size_t acc_stride, int64_t row0, int nx, int64_t o0, int n_out,
+                        float* y) const {
+  const int n = static_cast<int>(std::min<int64_t>(n_out, w_.out - o0));
+  for (int xi = 0; xi < nx; ++xi) {
+    const float sx = row_scales_[static_cast<size_t>(row0 + xi)];
+    float* yr = y + (row0 + xi) * w_.out + o0;
+    const int32_t* a = acc + xi * acc_stride;
+    for (int r = 0; r < n; ++r) {
+      const float v = static_cast<float>(a[r]) * (sx * w_.scales[static_cast<size_t>(o0 + r)]);
+      yr[r] = bias_.empty() ? v : v + bias_[static_cast<size_t>(o0 + r)];
+    }
+  }
+}
+
+void W8A8Linear::plan(int64_t n_rows) {
+  kernels_ = &active_kernels();
+  tiles_ = kernels_->panel_tiles != nullptr && n_rows >= kTileBlockRows && w_.n_panels >= 2;
+  rows_ = n_rows;
+  const int64_t padded = tiles_ ? (n_rows + kTileBlockRows - 1) / kTileBlockRows * kTileBlockRows : n_rows;
+  const int64_t stride = w_.in_padded();
+  if (q_.size() < static_cast<size_t>(padded * stride)) q_.resize(static_cast<size_t>(padded * stride));
+  if (row_scales_.size() < static_cast<size_t>(n_rows)) row_scales_.resize(static_cast<size_t>(n_rows));
+  // Rows past n_rows (tile padding) are zero: their sums are never read.
+  std::fill(q_.begin() + n_rows * stride, q_.begin() + padded * stride, int8_t{0});
+}
+
+void W8A8Linear::quantize_row(const float* x, int64_t r) {
+  const int64_t stride = w_.in_padded();
+  row_scales_[static_cast<size_t>(r)] = quantize_activation_row(x + r * w_.in, w_.in, stride, q_.data() + r * stride);
+}
+
+void W8A8Linear::run_panels(int64_t p0, int64_t p1, float* y) const {
+  const KernelTable& k = *kernels_;
+  const size_t stride = static_cast<size_t>(w_.in_padded());
+  int64_t p = p0;
+  if (tiles_) {
+    for (; p + 1 < p1; p += 2) {
+      for (int64_t r = 0; r < rows_; r += kTileBlockRows) {
+        alignas(64) int32_t acc[kTileBlockRows * kTileBlockRows];
+        k.panel_tiles(w_.panel(p), w_.panel_bytes(), w_.k_chunks, q_.data() + r * stride, stride, acc);
+        const int nx = static_cast<int>(std::min<int64_t>(kTileBlockRows, rows_ - r));
+        finish(acc, kTileBlockRows, r, nx, p * kPanelRows, kTileBlockRows, y);
+      }
+    }
+  }
+  for (; p < p1; ++p) {
+    for (int64_t r = 0; r < rows_; r += kMaxDotRows) {
+      int32_t acc[kMaxDotRows * kPanelRows];
+      const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, rows_ - r));
+      k.panel_dot(w_.panel(p), w_.row_sums.data() + p * kPanelRows, w_.k_chunks, q_.data() + r * stride, stride, nx,
+                  acc);
+      finish(acc, kPanelRows, r, nx, p * kPanelRows, kPanelRows, y);
+    }
+  }
+}
+
+Status W8A8Linear::prepare(const float* x, int64_t n_rows) noexcept {
+  if (n_rows <= 0) return InvalidArgument("int8 linear: prepare needs at least one row");
+  if (x == nullptr) return InvalidArgument("int8 linear: null input");
+  return guard([&]() -> Status {
+    plan(n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) quantize_row(x, r);
+    return Status::Ok();
+  });
+}
+
+void W8A8Linear::compute(float* y, int64_t begin, int64_t end) noexcept {
+  if (kernels_ == nullptr || rows_ <= 0 || y == nullptr) return;
+  begin = std::clamp<int64_t>(begin, 0, w_.out);
+  end = std::clamp<int64_t>(end, 0, w_.out);
+  run_panels(begin / kPanelRows, (end + kPanelRows - 1) / kPanelRows, y);
+}
+
+Status W8A8Linear::forward(const float* x, float* y, int64_t n_rows) noexcept {
+  return guard([&]() -> Status {
+    if (n_rows <= 0) return Status::Ok();
+    plan(n_rows);
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n_rows; ++r) quantize_row(x, r);
+      // Thread t of nt takes pairs [P t / nt, P (t+1) / nt) of the panels.
+      const int64_t pairs = (w_.n_panels + 1) / 2, nt = omp_get_num_threads(), t = omp_get_thread_num();
+      run_panels(2 * (pairs * t / nt), std::min(w_.n_panels, 2 * (pairs * (t + 1) / nt)), y);
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace tessera::int8
