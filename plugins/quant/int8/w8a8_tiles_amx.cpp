@@ -33,18 +33,17 @@ inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
 
 // Tiles 0-3: sums (activation block a x panel b at 2a + b); 4, 5: activations
 // rows 0-15 and 16-31; 6, 7: the two panels' chunk. All 16 rows x 64 bytes.
+// Loaded at every call: another plugin's tile code on this thread may have
+// loaded its own configuration since (ldtilecfg costs little beside a block).
 void configure_tiles() {
-  thread_local bool configured = false;
-  if (configured) return;
   TileConfig c{};
   c.palette_id = 1;
   for (int t = 0; t < 8; ++t) {
     c.rows[t] = 16;
     c.colsb[t] = 64;
   }
-  tile_memory_fence();
+  tile_memory_fence();  // c is read by ldtilecfg
   _tile_loadconfig(&c);
-  configured = true;
 }
 
 void panel_tiles_amx(const int8_t* panels, size_t panel_bytes, int64_t k_chunks, const int8_t* x, size_t x_stride,
