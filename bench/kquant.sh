@@ -36,6 +36,9 @@
 #   GEN, DECODE_PROMPT, PREFILL   token counts (defaults 128, 16, 512)
 #   TESSERA (default ${TESSERA_BUILD_DIR:-build}/bin/tessera),
 #   LLAMA_BIN (default .cache/llama-cpp/build/bin, tools/llama-cpp-reference/build.sh)
+#   LLAMA_MODEL  a file llama.cpp runs in place of the (one) model Tessera runs: a
+#                format llama.cpp lacks against its nearest, e.g. Tessera's INT8
+#                W8A8 file against a Q8_0 of the same weights (default: the same file)
 #   OUT          the JSON lines of every run (default .cache/bench/kquant-<date>.jsonl),
 #                and the raw outputs in the folder beside it (-logs for .jsonl)
 #
@@ -53,7 +56,10 @@ gen=${GEN:-128}
 decode_prompt=${DECODE_PROMPT:-16}
 prefill=${PREFILL:-512}
 source bench/kquant_models.sh  # models, activations, tessera, llama
-for f in "$tessera" "$llama/llama-bench" "${models[@]}"; do
+if [[ -n ${LLAMA_MODEL:-} && ${#models[@]} -ne 1 ]]; then
+  echo "error: LLAMA_MODEL stands in for one model; ${#models[@]} were given" >&2; exit 2
+fi
+for f in "$tessera" "$llama/llama-bench" "${models[@]}" ${LLAMA_MODEL:+"$LLAMA_MODEL"}; do
   [[ -e $f ]] || { echo "error: $f is missing (scripts/build.sh, tools/llama-cpp-reference/build.sh," \
                         "scripts/fetch-qwen-pair.sh, scripts/make-kquant-models.sh)" >&2; exit 1; }
 done
@@ -123,7 +129,7 @@ PY
 llama_round() {  # model round
   local model=$1 round=$2 log
   log="$logs/llama-$(basename "$model" .gguf)-$round.json"
-  "$llama/llama-bench" -m "$model" -t "$threads" -p "$prefill" -n "$gen" -r "$repeat" -o json > "$log" 2> "${log%.json}.err"
+  "$llama/llama-bench" -m "${LLAMA_MODEL:-$model}" -t "$threads" -p "$prefill" -n "$gen" -r "$repeat" -o json > "$log" 2> "${log%.json}.err"
   python3 - "$log" "$model" "$round" >> "$out" <<'PY'
 import json, statistics, sys
 log, model, rnd = sys.argv[1:]
@@ -192,6 +198,9 @@ for model in models:
     hp = [r.get("huge_page_bytes") for r in sel if r["test"] == "decode" and r.get("huge_page_bytes") is not None]
     print(f"\n### {os.path.basename(model)} ({size:.0f} MB; {len(rounds)} round{'s' if len(rounds) != 1 else ''};"
           f" Tessera's weights on huge pages: {span([h / 2**20 for h in hp], lambda x: f'{x:.0f}')} MiB)\n")
+    if os.environ.get("LLAMA_MODEL"):
+        stand_in = os.environ["LLAMA_MODEL"]
+        print(f"llama.cpp ran {os.path.basename(stand_in)} ({os.path.getsize(stand_in) / 1e6:.0f} MB) in its place\n")
     head = [label(c) for c in configs] + ["llama.cpp"] + [f"{label(c)} / llama.cpp" for c in configs] + ["issue 20"]
     print("| | " + " | ".join(head) + " |")
     print("|---" * (len(head) + 1) + "|")

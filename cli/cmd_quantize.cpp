@@ -121,6 +121,8 @@ int cmd_quantize(int argc, char** argv) {
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
   job.awq_grid = args["awq-grid"].as<int>();
   job.smooth = args["smooth"].as<double>();
+  if (job.smooth != 0 && args["method"].as<std::string>() != "int8")
+    return report_usage("--smooth (SmoothQuant's migration) goes with --method int8");
   QuantizeSpec& spec = job.spec;
   spec.method = args["method"].as<std::string>();
   spec.group_size = args["group-size"].as<int>();

@@ -407,6 +407,8 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--method int8 writes int8 weights with a scale per row (format i8)");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method int8 --bits 4"), 2,
                          "--method int8 writes 8-bit weights");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method awq --smooth 0.5"), 2,
+                         "--smooth (SmoothQuant's migration) goes with --method int8");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 3"), 2,
                          "no GGUF block format holds 3-bit symmetric groups");
 }

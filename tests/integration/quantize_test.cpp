@@ -255,6 +255,25 @@ TEST(Quantize, Int8WeightWithoutItsScalesIsRefused) {
   job.spec.bits = 8;
   job.spec.group_size = -1;
   ASSERT_TRUE(quantize_model(job, test_registry()).ok());
+
+  // An INT8 file quantizes again: into INT8 (its scales replaced, not
+  // doubled) and into Q8_0 (its scales dropped with the weights they served).
+  QuantizeJob again = job;
+  again.input = out.string();
+  again.output = scratch("int8_again.gguf").string();
+  auto requantized = quantize_model(again, test_registry());
+  ASSERT_TRUE(requantized.ok()) << requantized.status().message();
+  QuantizeJob to_q8 = job_for(scratch("int8_to_q8_0.gguf").string(), "rtn", "q8_0", true);
+  to_q8.input = out.string();
+  to_q8.spec.bits = 8;
+  ASSERT_TRUE(quantize_model(to_q8, test_registry()).ok());
+  auto q8 = open_model(to_q8.output);
+  auto input = open_model(kModel.string());
+  ASSERT_TRUE(q8.ok() && input.ok());
+  EXPECT_EQ((*q8)->find("blk.0.attn_q.weight_scale"), nullptr);
+  EXPECT_EQ((*q8)->tensors().size(), (*input)->tensors().size());
+  EXPECT_EQ((*q8)->find("blk.0.attn_q.weight")->dtype, DType::q8_0);
+
   // Rename one scale tensor in place: same length, so the file stays valid.
   std::string bytes;
   {

@@ -66,6 +66,14 @@ Result<std::vector<const TensorRef*>> CoreModelBuilder::parts_of(const Quantizer
   return parts;
 }
 
+Result<std::vector<const TensorRef*>> CoreModelBuilder::parts(const TensorRef& tensor) const noexcept {
+  return guard([&]() -> Result<std::vector<const TensorRef*>> {
+    auto q = quantizer_for(tensor);
+    if (!q.ok()) return q.status();
+    return parts_of(**q, tensor);
+  });
+}
+
 namespace {
 
 Status dequantize_with_parts(Quantizer& quantizer, const TensorRef& tensor, std::span<const TensorRef* const> parts,
@@ -149,8 +157,17 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::make_linear(const TensorRef& w
   return guard([&]() -> Result<std::unique_ptr<Linear>> {
     auto q = quantizer_for(weight);
     if (!q.ok()) return q.status();
+    // The parts must be the ones the format names, in its order.
+    const auto suffixes =
+        provides(**q, 4) ? (*q)->part_suffixes(weight.format) : std::span<const std::string_view>{};
+    if (suffixes.size() != parts.size())
+      return Internal(fmt::format("tensor '{}' ({}) came with {} parts; its format keeps {} beside it", weight.name,
+                                  weight.format, parts.size(), suffixes.size()));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i] == nullptr || parts[i]->name != weight.name + std::string(suffixes[i]))
+        return Internal(fmt::format("tensor '{}': part {} is not '{}{}'", weight.name, i, weight.name, suffixes[i]));
+    }
     if (parts.empty()) return (*q)->make_linear(weight, bias);
-    if (!provides(**q, 4)) return Unsupported(fmt::format("tensor '{}': its quant plugin takes no parts", weight.name));
     return (*q)->make_linear_from_parts(weight, parts, bias);
   });
 }

@@ -43,6 +43,8 @@ class CoreModelBuilder final : public ModelBuilder {
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept;
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, std::span<const TensorRef* const> parts,
                                               const TensorRef* bias) noexcept;
+  // The tensors stored beside `tensor` that its format needs (none for most).
+  Result<std::vector<const TensorRef*>> parts(const TensorRef& tensor) const noexcept;
   void warn(std::string_view message) noexcept override;
 
   // Formats some plugin executes, for messages.

@@ -158,6 +158,24 @@ TensorRef f32_view(const TensorRef& tensor, const std::vector<float>& values) {
   return view;
 }
 
+// A part a quantizer made is a plain tensor of at most kMaxDims dimensions
+// whose bytes fill its shape (the core writes it as it is).
+Status check_part(const std::string& weight_name, const QuantizedPart& part) {
+  const auto where = [&] { return fmt::format("{}: the quant plugin's part '{}'", weight_name, part.suffix); };
+  if (part.suffix.empty()) return Internal(where() + " has no name suffix");
+  if (is_block_format(part.dtype) || part.shape.empty() || part.shape.size() > static_cast<size_t>(kMaxDims))
+    return Internal(fmt::format("{} is not a plain tensor of 1 to {} dimensions", where(), kMaxDims));
+  uint64_t elements = 1;
+  for (int64_t d : part.shape) {
+    if (d <= 0) return Internal(where() + " has an empty dimension");
+    elements *= static_cast<uint64_t>(d);
+  }
+  if (elements * dtype_info(part.dtype).block_bytes != part.data.size())
+    return Internal(fmt::format("{} holds {} bytes, not the {} its shape needs", where(), part.data.size(),
+                                elements * dtype_info(part.dtype).block_bytes));
+  return Status::Ok();
+}
+
 // A part a quantizer made (QuantizedPart), as the tensor it will be in the output.
 TensorRef part_view(const std::string& weight_name, const QuantizedPart& part) {
   TensorRef view;
@@ -165,7 +183,7 @@ TensorRef part_view(const std::string& weight_name, const QuantizedPart& part) {
   view.dtype = part.dtype;
   view.format = storage_format(part.dtype);
   view.ndim = static_cast<int32_t>(part.shape.size());
-  for (int i = 0; i < view.ndim && i < kMaxDims; ++i) view.shape[i] = part.shape[i];
+  for (int i = 0; i < view.ndim; ++i) view.shape[i] = part.shape[i];  // check_part: ndim <= kMaxDims
   view.data = part.data.data();
   view.nbytes = part.data.size();
   return view;
@@ -206,7 +224,7 @@ Status apply_input_scales(int layer, int grid, double smooth, const Session& ses
       const auto quantizer = out.quantizers->find(name);
       if (weight == out.weights->end() || quantizer == out.quantizers->end()) break;
       if (!provides(*quantizer->second, 3))
-        return Unsupported(fmt::format("{}: its quant plugin was built for ABI 3.{}; AWQ's scale search needs 3.3",
+        return Unsupported(fmt::format("{}: its quant plugin was built for ABI 3.{}; input scales (AWQ, SmoothQuant) need 3.3",
                                        name, quantizer->second->abi_minor()));
       const auto cols = targets.find(name)->second.weight->shape[1];
       members.push_back({weight->second.data(), quantizer->second.get(),
@@ -268,8 +286,11 @@ Status apply_input_scales(int layer, int grid, double smooth, const Session& ses
 // `rewritten`: tensors (norms, biases) whose values AWQ changed, written as f32.
 // `parts`: what a format stores beside a weight (INT8's row scales), written
 // after it under the weight's name + suffix.
+// `replaced`: the input's tensors stored beside weights that were quantized
+// (an INT8 input's row scales), which the new weights do not keep.
 Status write_output(const QuantizeJob& job, const GgufFile& input, const std::map<std::string, QuantizedWeight>& done,
                     const std::map<std::string, std::vector<QuantizedPart>>& parts,
+                    const std::set<std::string, std::less<>>& replaced,
                     const std::map<std::string, std::vector<float>>& rewritten, QuantizeReport& report) {
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
   // general.file_type names llama.cpp's file types; a format it has none for
@@ -280,6 +301,7 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     writer.set(key, value);
   }
   for (const auto& t : input.tensors()) {
+    if (replaced.contains(t.name)) continue;
     const auto it = done.find(t.name);
     const auto changed = rewritten.find(t.name);
     report.tensor_elements += t.numel();
@@ -466,6 +488,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   std::map<std::string, std::vector<float>> rewritten;  // AWQ's norms and biases, f32; node-stable too
   std::map<std::string, std::vector<QuantizedPart>> parts;  // beside each weight (INT8's scales); node-stable
   std::map<std::string, std::vector<TensorRef>> part_views;  // views of `parts` the quantized Linears read
+  std::set<std::string, std::less<>> replaced;  // the input's parts of the weights quantized
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
@@ -493,6 +516,9 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "quantizing", seconds_since(start)});
     std::map<std::string, std::vector<float>> originals;  // the layer's weights, f32 [out, in]
     for (Target* t : weights) {
+      auto input_parts = builder.parts(*t->weight);
+      if (!input_parts.ok()) return input_parts.status();
+      for (const TensorRef* part : *input_parts) replaced.insert(part->name);
       std::vector<float>& original = originals[t->weight->name];
       original.resize(static_cast<size_t>(t->weight->numel()));
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
@@ -521,6 +547,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
         if (!made.ok()) return Status(made.status().code(), fmt::format("{}: {}", w.name, made.status().message()));
         std::vector<TensorRef>& views = part_views[w.name];
         for (QuantizedPart& part : parts[w.name] = std::move(made).value()) {
+          TESSERA_RETURN_IF_ERROR(check_part(w.name, part));
           report.quantized_bytes += part.data.size();
           views.push_back(part_view(w.name, part));
         }
@@ -548,7 +575,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});
   }
 
-  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, parts, rewritten, report));
+  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, parts, replaced, rewritten, report));
   report.seconds = seconds_since(start);
   return report;
 }

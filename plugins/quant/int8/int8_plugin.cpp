@@ -2,6 +2,7 @@
 // with one f32 scale per row, stored as two tensors) executed with int8
 // activations quantized per row at run time, and `tessera quantize
 // --method int8`, which writes them.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -100,6 +101,13 @@ class Int8Quantizer final : public Quantizer {
         if (!read.ok()) return read.status();
         b = std::move(read).value();
       }
+      // The kernels take weights in [-127, 127] (AVX2's sign trick cannot
+      // negate -128); symmetric int8 quantizers never write -128.
+      const auto* values = static_cast<const int8_t*>(weight.data);
+      const int64_t count = weight.shape[0] * weight.shape[1];
+      if (std::find(values, values + count, int8_t{-128}) != values + count)
+        return CorruptData("tensor '" + weight.name +
+                           "' holds -128: INT8 W8A8 weights are symmetric, in [-127, 127]");
       PackedWeight packed =
           pack_weight(static_cast<const int8_t*>(weight.data), scales->data(), weight.shape[0], weight.shape[1]);
       return std::unique_ptr<Linear>(std::make_unique<W8A8Linear>(std::move(packed), std::move(b)));

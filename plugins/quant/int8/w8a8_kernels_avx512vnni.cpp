@@ -20,8 +20,10 @@ void dot_rows(const int8_t* panel, const int32_t* row_sums, int64_t k_chunks, co
   for (int xi = 0; xi < NX; ++xi) sum[xi] = _mm512_setzero_si512();
   for (int64_t c = 0; c < k_chunks; ++c) {
     const int8_t* chunk = panel + static_cast<size_t>(c) * kChunkBytes;
-    _mm_prefetch(reinterpret_cast<const char*>(chunk + 4 * kChunkBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(chunk + 4 * kChunkBytes + 512), _MM_HINT_T0);
+    if (c + 4 < k_chunks) {  // four chunks ahead, within the panel
+      _mm_prefetch(reinterpret_cast<const char*>(chunk + 4 * kChunkBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(chunk + 4 * kChunkBytes + 512), _MM_HINT_T0);
+    }
     for (int j = 0; j < kChunk / 4; ++j) {
       const __m512i w = _mm512_loadu_si512(chunk + j * 64);
       for (int xi = 0; xi < NX; ++xi) {

@@ -21,11 +21,13 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
     std::fill(q, q + n, int8_t{0});
     return std::numeric_limits<float>::quiet_NaN();
   }
-  if (amax == 0.0f) {
+  const float inv = 127.0f / amax;
+  // A row of zeros, or so small that 127 / amax overflows: its products are
+  // below anything f32 sums keep.
+  if (!(inv <= std::numeric_limits<float>::max())) {
     std::fill(q, q + n, int8_t{0});
     return 0.0f;
   }
-  const float inv = 127.0f / amax;
   // Adding and taking away 1.5 * 2^23 rounds |v| <= 127 to the nearest
   // integer, ties to even, in plain float arithmetic the compiler vectorizes.
   constexpr float kRound = 12582912.0f;
@@ -118,6 +120,7 @@ void W8A8Linear::compute(float* y, int64_t begin, int64_t end) noexcept {
 Status W8A8Linear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   return guard([&]() -> Status {
     if (n_rows <= 0) return Status::Ok();
+    if (x == nullptr || y == nullptr) return InvalidArgument("int8 linear: null input or output");
     plan(n_rows);
 #pragma omp parallel
     {

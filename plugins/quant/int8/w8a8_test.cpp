@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rowwise_quantizer.hpp"
@@ -79,6 +80,9 @@ TEST(W8A8Activations, RoundToNearestEvenWithTheRowsScale) {
   for (int k = 7; k < 64; ++k) EXPECT_EQ(q[k], 0);
   const std::vector<float> zeros(5, 0.0f);
   EXPECT_EQ(quantize_activation_row(zeros.data(), 5, 64, q.data()), 0.0f);
+  const std::vector<float> tiny(5, 1e-38f);  // 127 / max overflows: a row of zeros
+  EXPECT_EQ(quantize_activation_row(tiny.data(), 5, 64, q.data()), 0.0f);
+  EXPECT_EQ(q[0], 0);
   std::vector<float> bad = {1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
   EXPECT_TRUE(std::isnan(quantize_activation_row(bad.data(), 3, 64, q.data())));
   bad[1] = std::numeric_limits<float>::infinity();
@@ -224,6 +228,25 @@ TEST_P(W8A8Level, PrepareAndComputeInRangesGiveForwardsBits) {
     l.compute(y.data(), 64, 70);
     l.compute(y.data(), 0, 32);
     l.compute(y.data(), 32, 64);
+    ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << rows << " rows";
+  }
+}
+
+// The engine's threads call compute() on disjoint ranges at once.
+TEST_P(W8A8Level, ComputeOnThreadsAtOnceGivesForwardsBits) {
+  ScopedLevel level(GetParam());
+  ASSERT_TRUE(level.ok());
+  const LinearCase c(200, 256, 91);  // 7 units of 32 columns
+  for (const int64_t rows : {1, 4, 48}) {
+    const auto x = random_floats(static_cast<size_t>(rows * c.in), 92 + static_cast<uint32_t>(rows));
+    const auto expected = run(c, x, rows);
+    W8A8Linear l = c.linear();
+    std::vector<float> y(expected.size(), -1.0f);
+    ASSERT_TRUE(l.prepare(x.data(), rows).ok());
+    std::vector<std::thread> threads;
+    for (int64_t begin = 0; begin < c.out; begin += 32)
+      threads.emplace_back([&, begin] { l.compute(y.data(), begin, std::min<int64_t>(begin + 32, c.out)); });
+    for (auto& t : threads) t.join();
     ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << rows << " rows";
   }
 }
@@ -435,6 +458,12 @@ TEST_F(Int8PluginTest, RunsWeightsStoredWithTheirScales) {
   const TensorRef neg_scale = ref("s", DType::f32, {c.out}, negative.data(), negative.size() * 4);
   const TensorRef* neg_parts[] = {&neg_scale};
   EXPECT_FALSE(quantizer_->make_linear_from_parts(w, neg_parts, nullptr).ok());
+  std::vector<int8_t> with_min = c.q;
+  with_min[7] = -128;
+  const TensorRef asymmetric = ref("w", DType::i8, {c.out, c.in}, with_min.data(), with_min.size());
+  auto refused = quantizer_->make_linear_from_parts(asymmetric, parts, nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("-128"), std::string::npos) << refused.status().message();
   const TensorRef flat = ref("w", DType::i8, {c.out * c.in}, c.q.data(), c.q.size());
   EXPECT_FALSE(quantizer_->make_linear_from_parts(flat, parts, nullptr).ok());
   const TensorRef* no_parts[] = {nullptr};
