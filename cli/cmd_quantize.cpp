@@ -1,10 +1,12 @@
 // tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--damp X] [--awq-grid N] [--smooth A] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+//   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <system_error>
 #include <optional>
 #include <string>
 
@@ -69,9 +71,16 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
       before = std::max(before, g.activation_range_before);
       after = std::max(after, g.activation_range_after);
     }
-    fmt::print("  SmoothQuant: {} groups, alpha {:.2f}; the inputs' largest channel maximum over the mean one went "
+    const auto [lo, hi] = std::minmax_element(r.scale_groups.begin(), r.scale_groups.end(),
+                                              [](const auto& a, const auto& b) { return a.exponent < b.exponent; });
+    const std::string alpha = lo->exponent == hi->exponent
+                                  ? fmt::format("alpha {:.2f}", lo->exponent)
+                                  : fmt::format("alpha searched per group, {:.2f} to {:.2f}, output error {:.3f}x "
+                                                "that without (geometric mean)",
+                                                lo->exponent, hi->exponent, r.mean_scale_loss_ratio());
+    fmt::print("  SmoothQuant: {} groups, {}; the inputs' largest channel maximum over the mean one went "
                "from {:.1f} to {:.1f} (worst group)\n",
-               r.scale_groups.size(), r.scale_groups.front().exponent, before, after);
+               r.scale_groups.size(), alpha, before, after);
   } else if (!r.scale_groups.empty()) {
     double exponents = 0;
     for (const auto& g : r.scale_groups) exponents += g.exponent;
@@ -103,8 +112,9 @@ int cmd_quantize(int argc, char** argv) {
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
       "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
-      "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5 (needs --calibration); 0: none",
-      cxxopts::value<double>()->default_value("0"))("force", "replace OUT if it exists");
+      "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5, or 'auto': per group, the alpha "
+      "of 0, 0.05, ..., 0.95 whose measured output error is least (needs --calibration); 0: none",
+      cxxopts::value<std::string>()->default_value("0"))("force", "replace OUT if it exists");
   add_shared_options(options, kThreadsOption | kJsonOption);
   options.parse_positional({"input", "output"});
   cxxopts::ParseResult args;
@@ -120,8 +130,15 @@ int cmd_quantize(int argc, char** argv) {
   job.samples = args["samples"].as<int64_t>();
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
   job.awq_grid = args["awq-grid"].as<int>();
-  job.smooth = args["smooth"].as<double>();
-  if (job.smooth != 0 && args["method"].as<std::string>() != "int8")
+  const std::string smooth = args["smooth"].as<std::string>();
+  if (smooth == "auto") {
+    job.smooth_search = 20;
+  } else {
+    const auto [end, error] = std::from_chars(smooth.data(), smooth.data() + smooth.size(), job.smooth);
+    if (error != std::errc{} || end != smooth.data() + smooth.size())
+      return report_usage(fmt::format("--smooth takes an alpha in (0, 1) or 'auto', not '{}'", smooth));
+  }
+  if ((job.smooth != 0 || job.smooth_search != 0) && args["method"].as<std::string>() != "int8")
     return report_usage("--smooth (SmoothQuant's migration) goes with --method int8");
   QuantizeSpec& spec = job.spec;
   spec.method = args["method"].as<std::string>();

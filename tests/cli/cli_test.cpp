@@ -409,6 +409,10 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--method int8 writes 8-bit weights");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method awq --smooth 0.5"), 2,
                          "--smooth (SmoothQuant's migration) goes with --method int8");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method int8 --smooth strong"), 2,
+                         "--smooth takes an alpha in (0, 1) or 'auto', not 'strong'");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method rtn --smooth auto"), 2,
+                         "--smooth (SmoothQuant's migration) goes with --method int8");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 3"), 2,
                          "no GGUF block format holds 3-bit symmetric groups");
 }

@@ -186,14 +186,15 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
 // brings the model's score back towards the input's.
 TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   SKIP_WITHOUT_MODEL();
-  const auto quantize = [&](double smooth) {
-    const fs::path out = scratch(smooth > 0 ? "int8_smooth.gguf" : "int8.gguf");
+  const auto quantize = [&](double smooth, int search = 0) {
+    const fs::path out = scratch(search > 0 ? "int8_smooth_search.gguf" : smooth > 0 ? "int8_smooth.gguf" : "int8.gguf");
     QuantizeJob job = job_for(out.string(), "int8", "", true);
     job.spec.format = "i8";
     job.spec.bits = 8;
     job.spec.group_size = -1;
     job.smooth = smooth;
-    if (smooth > 0) {
+    job.smooth_search = search;
+    if (smooth > 0 || search > 0) {
       job.calibration_text = calibration_text();
       job.samples = 2;
       job.sample_tokens = 48;
@@ -230,20 +231,38 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   for (const auto& g : smooth_report.scale_groups)
     EXPECT_LT(g.activation_range_after, g.activation_range_before) << g.folds_into;
 
+  // alpha searched per group: each group's measured output error is at most
+  // that of no migration (alpha 0 is a candidate).
+  const auto [searched, search_report] = quantize(0, 10);
+  ASSERT_EQ(search_report.scale_groups.size(), 30u * 3u);
+  int migrated = 0;
+  for (const auto& g : search_report.scale_groups) {
+    EXPECT_LE(g.loss_ratio, 1.0) << g.folds_into;
+    EXPECT_GE(g.exponent, 0.0) << g.folds_into;
+    EXPECT_LE(g.exponent, 0.9) << g.folds_into;
+    migrated += g.exponent > 0 ? 1 : 0;
+  }
+  EXPECT_GT(migrated, 0) << "no group gained from any alpha";
+  auto searched_file = open_model(searched.string());
+  ASSERT_TRUE(searched_file.ok()) << searched_file.status().message();
+  EXPECT_EQ((*searched_file)->gguf()->get_int("tessera.quantize.smoothquant_alpha_search").value_or(0), 10);
+
   const std::string text = calibration_text().substr(0, 1200);
-  double ppl[3] = {0, 0, 0};
-  const fs::path files[3] = {kModel, plain, smooth};
-  for (int i = 0; i < 3; ++i) {
+  double ppl[4] = {0, 0, 0, 0};
+  const fs::path files[4] = {kModel, plain, smooth, searched};
+  for (int i = 0; i < 4; ++i) {
     auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", files[i].string()}});
     ASSERT_TRUE(session);
     auto r = compute_perplexity(*session, text, 96);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ppl[i] = r->ppl;
   }
-  std::printf("[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f\n", ppl[0], ppl[1],
-              ppl[2]);
+  std::printf("[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f, alpha searched %.4f\n",
+              ppl[0], ppl[1], ppl[2], ppl[3]);
   EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), std::fabs(std::log(ppl[1] / ppl[0])));
   EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), 0.03) << "more than 3% apart";
+  EXPECT_LT(std::fabs(std::log(ppl[3] / ppl[0])), std::fabs(std::log(ppl[2] / ppl[0])))
+      << "the searched alphas do worse than 0.5 for every group";
 }
 
 // A weight stored as i8 without its row scales is refused by name.
@@ -327,6 +346,9 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   smooth_gptq.calibration_text = calibration_text();
   smooth_gptq.smooth = 0.5;
   EXPECT_NE(message(smooth_gptq).find("an INT8 W8A8 setting"), std::string::npos) << message(smooth_gptq);
+  smooth_gptq.smooth = 0;
+  smooth_gptq.smooth_search = 20;
+  EXPECT_NE(message(smooth_gptq).find("an INT8 W8A8 setting"), std::string::npos) << message(smooth_gptq);
   QuantizeJob int8 = job_for(out.string(), "int8", "", true);
   int8.spec.format = "i8";
   int8.spec.bits = 8;
@@ -335,7 +357,14 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   EXPECT_NE(message(int8).find("with SmoothQuant calibrates: give it a text"), std::string::npos) << message(int8);
   int8.smooth = 1.5;
   EXPECT_NE(message(int8).find("alpha 1.5 is outside (0, 1)"), std::string::npos) << message(int8);
+  int8.smooth = 0.5;
+  int8.smooth_search = 20;
+  EXPECT_NE(message(int8).find("give one alpha or search for it per group, not both"), std::string::npos)
+      << message(int8);
   int8.smooth = 0;
+  int8.smooth_search = 101;
+  EXPECT_NE(message(int8).find("alpha search over 101 values"), std::string::npos) << message(int8);
+  int8.smooth_search = 0;
   int8.spec.group_size = 32;
   EXPECT_NE(message(int8).find("one scale per output row"), std::string::npos) << message(int8);
   QuantizeJob wide = job_for(out.string(), "rtn", "q4_0", true);

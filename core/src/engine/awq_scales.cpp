@@ -102,4 +102,29 @@ Result<std::vector<float>> smoothquant_scales(std::span<const ScaleMember> membe
   return s;
 }
 
+Result<SmoothingSearch> search_smoothing(std::span<const ScaleMember> members, std::span<const float> max_abs_input,
+                                         int grid, const ScaledOutputError& output_error) {
+  if (members.empty() || max_abs_input.empty() || grid < 1)
+    return InvalidArgument("SmoothQuant's alpha search: no members, inputs or grid");
+  SmoothingSearch best;
+  for (int step = 0; step < grid; ++step) {
+    const double alpha = static_cast<double>(step) / grid;
+    std::vector<float> s(max_abs_input.size(), 1.0f);
+    if (step > 0) {
+      auto made = smoothquant_scales(members, max_abs_input, alpha);
+      if (!made.ok()) return made.status();
+      s = std::move(made).value();
+    }
+    auto error = output_error(s);
+    if (!error.ok()) return error.status();
+    if (step == 0) best.unsmoothed_error = *error;
+    if (step == 0 || *error < best.error) {
+      best.error = *error;
+      best.alpha = alpha;
+      best.scales = std::move(s);
+    }
+  }
+  return best;
+}
+
 }  // namespace tessera

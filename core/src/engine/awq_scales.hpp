@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -76,5 +77,25 @@ Result<ScaleSearch> search_input_scales(std::span<const ScaleMember> members, st
 // max_abs_input: [in], the members' shared input; alpha in (0, 1).
 Result<std::vector<float>> smoothquant_scales(std::span<const ScaleMember> members,
                                               std::span<const float> max_abs_input, double alpha);
+
+// The members' summed squared output error under a candidate input scale
+// s [in]: their weights times diag(s) quantized and run as the engine will
+// run them, on kept inputs divided by s, against the float product.
+using ScaledOutputError = std::function<Result<double>(std::span<const float> input_scale)>;
+
+struct SmoothingSearch {
+  std::vector<float> scales;      // [in]
+  double alpha = 0;               // the chosen strength (0: no migration, s = 1)
+  double error = 0;               // the output error under `scales`
+  double unsmoothed_error = 0;    // the same with s = 1
+};
+
+// SmoothQuant's alpha per group (`--smooth auto`): a fixed alpha suits some
+// of a model's inputs and hurts others (an input without outlier channels
+// only loses weight precision to it), so each group tries alpha = 0, 1/grid,
+// ..., (grid-1)/grid and keeps the one whose measured output error is least
+// (alpha = 0 on ties: never worse than no migration by this measure).
+Result<SmoothingSearch> search_smoothing(std::span<const ScaleMember> members, std::span<const float> max_abs_input,
+                                         int grid, const ScaledOutputError& output_error);
 
 }  // namespace tessera

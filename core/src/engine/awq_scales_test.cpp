@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -153,6 +155,45 @@ TEST(SmoothQuantScales, BalanceEachChannelsInputAndWeightMaxima) {
   EXPECT_FALSE(smoothquant_scales(members, max_x, 0.0).ok());
   EXPECT_FALSE(smoothquant_scales(members, max_x, 1.0).ok());
   EXPECT_FALSE(smoothquant_scales({}, max_x, 0.5).ok());
+}
+
+// The search scores alpha = 0, 1/grid, ... with SmoothQuant's scales for
+// each and keeps the least error; alpha 0 (s = 1) wins ties.
+TEST(SmoothQuantSearch, KeepsTheAlphaOfLeastErrorAndNoMigrationOnTies) {
+  const float a[] = {1.0f, -2.0f, 0.5f, 4.0f};  // 1 row x 4 columns
+  const ScaleMember members[] = {{a, nullptr, 1}};
+  const float max_x[] = {16.0f, 1.0f, 2.0f, 0.5f};
+  // Channel 0's weight maximum is 1, so s_0 = 16^alpha: the error |s_0 - 2|
+  // is least at alpha 0.25.
+  std::vector<double> scored;
+  const auto error_at = [&](double target) {
+    return [&scored, target](std::span<const float> s) -> Result<double> {
+      scored.push_back(s[0]);
+      return std::fabs(s[0] - target);
+    };
+  };
+  auto best = search_smoothing(members, max_x, 4, error_at(2.0));  // s_0 = 16^a: 1, 2, 4, 8
+  ASSERT_TRUE(best.ok()) << best.status().message();
+  EXPECT_EQ(scored.size(), 4u);
+  EXPECT_DOUBLE_EQ(best->alpha, 0.25);
+  EXPECT_FLOAT_EQ(best->scales[0], 2.0f);
+  EXPECT_DOUBLE_EQ(best->error, 0.0);
+  EXPECT_DOUBLE_EQ(best->unsmoothed_error, 1.0);
+  const auto direct = smoothquant_scales(members, max_x, 0.25);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(best->scales, *direct);
+
+  auto flat = search_smoothing(members, max_x, 4, [](std::span<const float>) -> Result<double> { return 3.0; });
+  ASSERT_TRUE(flat.ok());
+  EXPECT_DOUBLE_EQ(flat->alpha, 0.0) << "ties keep no migration";
+  EXPECT_EQ(flat->scales, std::vector<float>(4, 1.0f));
+
+  auto failing = search_smoothing(members, max_x, 4, [](std::span<const float>) -> Result<double> {
+    return Internal("the plugin failed");
+  });
+  EXPECT_FALSE(failing.ok());
+  EXPECT_FALSE(search_smoothing(members, max_x, 0, error_at(1.0)).ok());
+  EXPECT_FALSE(search_smoothing({}, max_x, 4, error_at(1.0)).ok());
 }
 
 }  // namespace

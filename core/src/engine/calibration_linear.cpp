@@ -41,6 +41,15 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
           sum_abs_input_[j] += a;
           max_abs_input_[j] = std::max(max_abs_input_[j], a);
         }
+      if (keep_every_ > 0) {
+        try {
+          for (int64_t r = 0; r < n_rows; ++r) {
+            if ((observed_rows_ + r) % keep_every_ == 0) kept_inputs_.insert(kept_inputs_.end(), x + r * cols, x + (r + 1) * cols);
+          }
+        } catch (const std::exception& e) {
+          return exception_status(e.what());
+        }
+      }
       observed_rows_ += n_rows;
       return reference_->forward(x, y, n_rows);
     }

@@ -33,10 +33,13 @@ class CalibrationLinear final : public Linear {
   CalibrationLinear(std::unique_ptr<Linear> reference, bool* stopped)
       : reference_(std::move(reference)), stopped_(stopped) {}
 
-  void observe_into(WeightQuantizer* quantizer) {
+  // keep_every > 0: also keep every keep_every-th input row (kept_inputs).
+  void observe_into(WeightQuantizer* quantizer, int64_t keep_every = 0) {
     observer_ = quantizer;
     sum_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0);
     max_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0f);
+    keep_every_ = keep_every;
+    kept_inputs_.clear();
     role_ = Role::observe;
   }
   void stop() { role_ = Role::stop; }
@@ -47,6 +50,7 @@ class CalibrationLinear final : public Linear {
     quantized_ = std::move(quantized);
     input_divisor_ = std::move(input_divisor);
     reference_.reset();
+    kept_inputs_ = {};
     observer_ = nullptr;
     role_ = Role::quantized;
   }
@@ -57,6 +61,9 @@ class CalibrationLinear final : public Linear {
   std::vector<float> mean_abs_input() const;
   // Largest |x| per input channel over the rows observed: [in_features].
   const std::vector<float>& max_abs_input() const { return max_abs_input_; }
+  // The input rows kept while observing (observe_into's keep_every):
+  // [kept rows, in_features].
+  const std::vector<float>& kept_inputs() const { return kept_inputs_; }
 
   int64_t in_features() const noexcept override { return current().in_features(); }
   int64_t out_features() const noexcept override { return current().out_features(); }
@@ -75,6 +82,8 @@ class CalibrationLinear final : public Linear {
   int64_t observed_rows_ = 0;
   std::vector<double> sum_abs_input_;  // [in_features] while observing
   std::vector<float> max_abs_input_;   // [in_features] while observing
+  int64_t keep_every_ = 0;
+  std::vector<float> kept_inputs_;     // [kept rows, in_features] while observing
   std::vector<float> input_divisor_;   // [in_features] or empty
   std::vector<float> scaled_input_;    // scratch: [n_rows, in_features]
 };

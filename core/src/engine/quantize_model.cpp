@@ -15,6 +15,8 @@
 
 #include "engine/awq_scales.hpp"
 #include "engine/calibration_linear.hpp"
+#include "engine/quantized_output_error.hpp"
+#include "engine/quantized_views.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/session.hpp"
 #include "model/gguf.hpp"
@@ -158,37 +160,6 @@ TensorRef f32_view(const TensorRef& tensor, const std::vector<float>& values) {
   return view;
 }
 
-// A part a quantizer made is a plain tensor of at most kMaxDims dimensions
-// whose bytes fill its shape (the core writes it as it is).
-Status check_part(const std::string& weight_name, const QuantizedPart& part) {
-  const auto where = [&] { return fmt::format("{}: the quant plugin's part '{}'", weight_name, part.suffix); };
-  if (part.suffix.empty()) return Internal(where() + " has no name suffix");
-  if (is_block_format(part.dtype) || part.shape.empty() || part.shape.size() > static_cast<size_t>(kMaxDims))
-    return Internal(fmt::format("{} is not a plain tensor of 1 to {} dimensions", where(), kMaxDims));
-  uint64_t elements = 1;
-  for (int64_t d : part.shape) {
-    if (d <= 0) return Internal(where() + " has an empty dimension");
-    elements *= static_cast<uint64_t>(d);
-  }
-  if (elements * dtype_info(part.dtype).block_bytes != part.data.size())
-    return Internal(fmt::format("{} holds {} bytes, not the {} its shape needs", where(), part.data.size(),
-                                elements * dtype_info(part.dtype).block_bytes));
-  return Status::Ok();
-}
-
-// A part a quantizer made (QuantizedPart), as the tensor it will be in the output.
-TensorRef part_view(const std::string& weight_name, const QuantizedPart& part) {
-  TensorRef view;
-  view.name = weight_name + part.suffix;
-  view.dtype = part.dtype;
-  view.format = storage_format(part.dtype);
-  view.ndim = static_cast<int32_t>(part.shape.size());
-  for (int i = 0; i < view.ndim; ++i) view.shape[i] = part.shape[i];  // check_part: ndim <= kMaxDims
-  view.data = part.data.data();
-  view.nbytes = part.data.size();
-  return view;
-}
-
 // What AWQ does to one layer once its Linears have observed their inputs:
 // per scale group, the search, then s into the members' weights (columns)
 // and quantizers, 1/s into the norm (rewritten) or the Linear before (its
@@ -213,8 +184,9 @@ double outlier_factor(const std::vector<float>& max_abs, const std::vector<float
   return sum > 0 ? largest * static_cast<double>(max_abs.size()) / sum : 0.0;
 }
 
-// `smooth` > 0: SmoothQuant's migration with that alpha instead of AWQ's search.
-Status apply_input_scales(int layer, int grid, double smooth, const Session& session, CoreModelBuilder& builder,
+// The job's SmoothQuant settings (smooth, smooth_search) choose SmoothQuant's
+// migration instead of AWQ's search.
+Status apply_input_scales(const QuantizeJob& job, int layer, const Session& session, CoreModelBuilder& builder,
                         const std::map<std::string, Target, std::less<>>& targets, const LayerScaling& out,
                         QuantizeReport& report) {
   for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(session.file(), layer))) {
@@ -236,16 +208,33 @@ Status apply_input_scales(int layer, int grid, double smooth, const Session& ses
     const CalibrationLinear& input = *targets.find(group.members.front())->second.linear;
     ScaleGroupReport done{group.folds_into, group.members};
     std::vector<float> scale;
-    if (smooth > 0) {
-      auto made = smoothquant_scales(members, input.max_abs_input(), smooth);
-      if (!made.ok()) return Status(made.status().code(), fmt::format("{}: {}", group.members.front(), made.status().message()));
+    const auto failed = [&](const Status& status) {
+      return Status(status.code(), fmt::format("{}: {}", group.members.front(), status.message()));
+    };
+    if (job.smooth_search > 0) {
+      std::vector<OutputErrorMember> scored;
+      for (size_t i = 0; i < members.size(); ++i)
+        scored.push_back({targets.find(group.members[i])->second.weight, members[i].weight, members[i].quantizer});
+      auto error = QuantizedOutputError::make(builder, std::move(scored), input.kept_inputs());
+      if (!error.ok()) return failed(error.status());
+      auto search = search_smoothing(members, input.max_abs_input(), job.smooth_search,
+                                     [&](std::span<const float> s) { return (*error)(s); });
+      if (!search.ok()) return failed(search.status());
+      scale = std::move(search->scales);
+      done.exponent = search->alpha;
+      done.loss_ratio = search->unsmoothed_error > 0 ? search->error / search->unsmoothed_error : 1.0;
+      done.activation_range_before = outlier_factor(input.max_abs_input(), std::vector<float>(scale.size(), 1.0f));
+      done.activation_range_after = outlier_factor(input.max_abs_input(), scale);
+    } else if (job.smooth > 0) {
+      auto made = smoothquant_scales(members, input.max_abs_input(), job.smooth);
+      if (!made.ok()) return failed(made.status());
       scale = std::move(made).value();
-      done.exponent = smooth;
+      done.exponent = job.smooth;
       done.activation_range_before = outlier_factor(input.max_abs_input(), std::vector<float>(scale.size(), 1.0f));
       done.activation_range_after = outlier_factor(input.max_abs_input(), scale);
     } else {
-      auto search = search_input_scales(members, input.mean_abs_input(), grid);
-      if (!search.ok()) return Status(search.status().code(), fmt::format("{}: {}", group.members.front(), search.status().message()));
+      auto search = search_input_scales(members, input.mean_abs_input(), job.awq_grid);
+      if (!search.ok()) return failed(search.status());
       scale = std::move(search->scales);
       done.exponent = search->exponent;
       done.loss_ratio = search->unscaled_loss > 0 ? search->loss / search->unscaled_loss : 1.0;
@@ -334,6 +323,8 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     writer.set_f32("tessera.quantize.damp", static_cast<float>(job.spec.damp));
   }
   if (job.smooth > 0) writer.set_f32("tessera.quantize.smoothquant_alpha", static_cast<float>(job.smooth));
+  if (job.smooth_search > 0)
+    writer.set_u32("tessera.quantize.smoothquant_alpha_search", static_cast<uint32_t>(job.smooth_search));
   if (report.calibration_tokens > 0)
     writer.set_u32("tessera.quantize.calibration_tokens", static_cast<uint32_t>(report.calibration_tokens));
   TESSERA_RETURN_IF_ERROR(writer.write(job.output));
@@ -461,11 +452,16 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   if (!probe.ok()) return probe.status();
   // SmoothQuant's migration needs the inputs' channel maxima even though
   // the INT8 quantizer rounds without them.
-  const bool calibrate = (*probe)->wants_inputs() || job.smooth > 0;
-  if (job.smooth != 0 && job.spec.method != "int8")
+  const bool smoothing = job.smooth > 0 || job.smooth_search > 0;
+  const bool calibrate = (*probe)->wants_inputs() || smoothing;
+  if ((job.smooth != 0 || job.smooth_search != 0) && job.spec.method != "int8")
     return InvalidArgument("SmoothQuant's migration (smooth) is an INT8 W8A8 setting, not " + job.spec.method + "'s");
   if (job.smooth != 0 && !(job.smooth > 0 && job.smooth < 1))
     return InvalidArgument(fmt::format("SmoothQuant's alpha {} is outside (0, 1)", job.smooth));
+  if (job.smooth_search < 0 || job.smooth_search > 100)
+    return InvalidArgument(fmt::format("SmoothQuant's alpha search over {} values: give 1 to 100", job.smooth_search));
+  if (job.smooth != 0 && job.smooth_search != 0)
+    return InvalidArgument("SmoothQuant: give one alpha or search for it per group, not both");
   if (job.spec.method == "awq" && (job.awq_grid < 1 || job.awq_grid > 1000))
     return InvalidArgument(fmt::format("AWQ's grid of {} exponents: give 1 to 1000", job.awq_grid));
   if (job.spec.method == "awq" && !provides(**probe, 3))
@@ -476,7 +472,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   if (calibrate) {
     if (job.calibration_text.empty())
       return InvalidArgument(fmt::format("method '{}'{} calibrates: give it a text (--calibration FILE)", job.spec.method,
-                                         job.smooth > 0 ? " with SmoothQuant" : ""));
+                                         smoothing ? " with SmoothQuant" : ""));
     auto made = calibration_samples(job, s);
     if (!made.ok()) return made.status();
     samples = std::move(made).value();
@@ -501,9 +497,15 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     }
     if (calibrate) {
       if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "calibrating", seconds_since(start)});
+      // SmoothQuant's alpha search runs the candidates on up to
+      // kSmoothSearchRows input rows, spread evenly over the samples.
+      constexpr int64_t kSmoothSearchRows = 2048;
+      const int64_t calibration_rows = job.samples * job.sample_tokens;
+      const int64_t keep_every =
+          job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows) : 0;
       for (auto& [name, target] : targets) {
         if (target.layer > layer) target.linear->stop();
-        if (target.layer == layer) target.linear->observe_into(quantizers[name].get());
+        if (target.layer == layer) target.linear->observe_into(quantizers[name].get(), keep_every);
       }
       const auto calibration_start = Clock::now();
       for (const auto& sample : samples) {
@@ -524,8 +526,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
     }
     std::map<std::string, std::vector<float>> input_divisors;
-    if (job.spec.method == "awq" || job.smooth > 0) {
-      TESSERA_RETURN_IF_ERROR(apply_input_scales(layer, job.awq_grid, job.smooth, s, builder, targets,
+    if (job.spec.method == "awq" || smoothing) {
+      TESSERA_RETURN_IF_ERROR(apply_input_scales(job, layer, s, builder, targets,
                                                {&originals, &quantizers, &rewritten, &input_divisors}, report));
     }
     for (Target* t : weights) {
@@ -558,11 +560,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       report.quantized_elements += static_cast<uint64_t>(w.numel());
       report.quantized_bytes += kept.data.size();
 
-      TensorRef stored = w;
-      stored.dtype = kept.dtype;
-      stored.format = kept.format;
-      stored.data = kept.data.data();
-      stored.nbytes = kept.data.size();
+      const TensorRef stored = quantized_view(w, kept);
       std::optional<TensorRef> rescaled_bias;
       if (t->bias != nullptr) {
         if (const auto b = rewritten.find(t->bias->name); b != rewritten.end()) rescaled_bias = f32_view(*t->bias, b->second);

@@ -38,6 +38,9 @@ struct QuantizeJob {
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
   // INT8 W8A8: SmoothQuant's migration strength alpha in (0, 1); 0: none.
   double smooth = 0;
+  // INT8 W8A8, instead of one alpha: per scale group, the alpha of 0, 1/n,
+  // ..., (n-1)/n whose measured output error is least; 0: no search.
+  int32_t smooth_search = 0;
   bool force = false;            // replace an existing output
 };
 
@@ -56,7 +59,10 @@ struct ScaleGroupReport {
   std::string folds_into;            // the norm or Linear weight that took 1/s
   std::vector<std::string> members;  // the weights scaled by s
   double exponent = 0;               // AWQ: s = mean|x|^exponent (normalised); SmoothQuant: alpha
-  double loss_ratio = 1;             // AWQ: the members' rounding output error with s over without; SmoothQuant: 1
+  // AWQ: the members' rounding output error with s over without; SmoothQuant
+  // with its alpha searched: their measured output error with s over without;
+  // with one alpha: 1 (not measured).
+  double loss_ratio = 1;
   // SmoothQuant only: the inputs' largest channel maximum over the mean
   // channel maximum, before and after dividing by s (how far the outlier
   // channels that per-token rounding suffers from were flattened).

@@ -1,0 +1,48 @@
+#include "engine/quantized_views.hpp"
+
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "model/model_file.hpp"
+
+namespace tessera {
+
+Status check_part(const std::string& weight_name, const QuantizedPart& part) {
+  const auto where = [&] { return fmt::format("{}: the quant plugin's part '{}'", weight_name, part.suffix); };
+  if (part.suffix.empty()) return Internal(where() + " has no name suffix");
+  if (is_block_format(part.dtype) || part.shape.empty() || part.shape.size() > static_cast<size_t>(kMaxDims))
+    return Internal(fmt::format("{} is not a plain tensor of 1 to {} dimensions", where(), kMaxDims));
+  uint64_t elements = 1;
+  for (int64_t d : part.shape) {
+    if (d <= 0) return Internal(where() + " has an empty dimension");
+    elements *= static_cast<uint64_t>(d);
+  }
+  if (elements * dtype_info(part.dtype).block_bytes != part.data.size())
+    return Internal(fmt::format("{} holds {} bytes, not the {} its shape needs", where(), part.data.size(),
+                                elements * dtype_info(part.dtype).block_bytes));
+  return Status::Ok();
+}
+
+TensorRef part_view(const std::string& weight_name, const QuantizedPart& part) {
+  TensorRef view;
+  view.name = weight_name + part.suffix;
+  view.dtype = part.dtype;
+  view.format = storage_format(part.dtype);
+  view.ndim = static_cast<int32_t>(part.shape.size());
+  for (int i = 0; i < view.ndim; ++i) view.shape[i] = part.shape[i];  // check_part: ndim <= kMaxDims
+  view.data = part.data.data();
+  view.nbytes = part.data.size();
+  return view;
+}
+
+TensorRef quantized_view(const TensorRef& weight, const QuantizedWeight& quantized) {
+  TensorRef view = weight;
+  view.dtype = quantized.dtype;
+  view.format = quantized.format;
+  view.data = quantized.data.data();
+  view.nbytes = quantized.data.size();
+  return view;
+}
+
+}  // namespace tessera
