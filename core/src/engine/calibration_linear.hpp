@@ -50,7 +50,7 @@ class CalibrationLinear final : public Linear {
     quantized_ = std::move(quantized);
     input_divisor_ = std::move(input_divisor);
     reference_.reset();
-    kept_inputs_ = {};
+    std::vector<float>().swap(kept_inputs_);  // frees it (`= {}` would keep the capacity)
     observer_ = nullptr;
     role_ = Role::quantized;
   }
