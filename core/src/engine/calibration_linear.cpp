@@ -44,7 +44,11 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
       if (keep_every_ > 0) {
         try {
           for (int64_t r = 0; r < n_rows; ++r) {
-            if ((observed_rows_ + r) % keep_every_ == 0) kept_inputs_.insert(kept_inputs_.end(), x + r * cols, x + (r + 1) * cols);
+            // Half a stride in: when the stride divides the sample length,
+            // offset 0 would keep every sample's first (BOS) row, whose
+            // outsized activations would then weigh far beyond their share.
+            if ((observed_rows_ + r) % keep_every_ == keep_every_ / 2)
+              kept_inputs_.insert(kept_inputs_.end(), x + r * cols, x + (r + 1) * cols);
           }
         } catch (const std::exception& e) {
           return exception_status(e.what());

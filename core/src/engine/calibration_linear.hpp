@@ -33,7 +33,8 @@ class CalibrationLinear final : public Linear {
   CalibrationLinear(std::unique_ptr<Linear> reference, bool* stopped)
       : reference_(std::move(reference)), stopped_(stopped) {}
 
-  // keep_every > 0: also keep every keep_every-th input row (kept_inputs).
+  // keep_every > 0: also keep every keep_every-th input row, from row
+  // keep_every / 2 on (kept_inputs).
   void observe_into(WeightQuantizer* quantizer, int64_t keep_every = 0) {
     observer_ = quantizer;
     sum_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0);

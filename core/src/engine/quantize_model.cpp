@@ -222,6 +222,10 @@ Status apply_input_scales(const QuantizeJob& job, int layer, const Session& sess
       if (!search.ok()) return failed(search.status());
       scale = std::move(search->scales);
       done.exponent = search->alpha;
+      if (search->alpha == 0) {  // no migration: nothing to fold
+        report.scale_groups.push_back(std::move(done));
+        continue;
+      }
       done.loss_ratio = search->unsmoothed_error > 0 ? search->error / search->unsmoothed_error : 1.0;
       done.activation_range_before = outlier_factor(input.max_abs_input(), std::vector<float>(scale.size(), 1.0f));
       done.activation_range_after = outlier_factor(input.max_abs_input(), scale);
@@ -440,6 +444,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
 
   QuantizeReport report;
   report.method = job.spec.method;
+  report.smooth_searched = job.smooth_search > 0;
   report.format = job.spec.format;
   std::set<std::string> dequantized;
   for (const auto& [name, target] : targets) {
@@ -498,14 +503,21 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     if (calibrate) {
       if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "calibrating", seconds_since(start)});
       // SmoothQuant's alpha search runs the candidates on up to
-      // kSmoothSearchRows input rows, spread evenly over the samples.
+      // kSmoothSearchRows input rows, spread evenly over the samples, kept
+      // by the first Linear of each scale group (the others read the same).
       constexpr int64_t kSmoothSearchRows = 2048;
       const int64_t calibration_rows = job.samples * job.sample_tokens;
       const int64_t keep_every =
           job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows) : 0;
+      std::set<std::string> keepers;
+      if (keep_every > 0) {
+        for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(s.file(), layer)))
+          keepers.insert(group.members.front());
+      }
       for (auto& [name, target] : targets) {
         if (target.layer > layer) target.linear->stop();
-        if (target.layer == layer) target.linear->observe_into(quantizers[name].get(), keep_every);
+        if (target.layer == layer)
+          target.linear->observe_into(quantizers[name].get(), keepers.contains(name) ? keep_every : 0);
       }
       const auto calibration_start = Clock::now();
       for (const auto& sample : samples) {

@@ -72,6 +72,7 @@ struct ScaleGroupReport {
 
 struct QuantizeReport {
   std::string method;
+  bool smooth_searched = false;  // SmoothQuant's alpha chosen per group (QuantizeJob::smooth_search)
   std::string format;
   std::vector<QuantizedWeightReport> weights;  // in the order quantized
   std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first

@@ -16,13 +16,14 @@ Result<QuantizedOutputError> QuantizedOutputError::make(CoreModelBuilder& builde
                                                         std::vector<OutputErrorMember> members,
                                                         std::span<const float> inputs) {
   if (members.empty()) return InvalidArgument("output error: no Linears to score");
-  const int64_t cols = members.front().weight->shape[1];
   for (const OutputErrorMember& m : members) {
     if (m.weight == nullptr || m.values == nullptr || m.quantizer == nullptr || m.weight->ndim != 2 ||
-        m.weight->shape[1] != cols)
+        m.weight->shape[1] != members.front().weight->shape[1])
       return InvalidArgument("output error: the Linears must be 2-D weights reading one input");
   }
-  if (inputs.empty() || inputs.size() % static_cast<size_t>(cols) != 0)
+  const int64_t cols = members.front().weight->shape[1];
+  if (inputs.empty()) return InvalidArgument("output error: no calibration rows were kept");
+  if (inputs.size() % static_cast<size_t>(cols) != 0)
     return InvalidArgument(fmt::format("output error: {} input values are not rows of {}", inputs.size(), cols));
   try {
     QuantizedOutputError e;
@@ -58,12 +59,15 @@ Result<double> QuantizedOutputError::operator()(std::span<const float> input_sca
       scaled_weight_.resize(static_cast<size_t>(out * cols_));
       for (int64_t r = 0; r < out; ++r)
         for (int64_t j = 0; j < cols_; ++j) scaled_weight_[r * cols_ + j] = m.values[r * cols_ + j] * input_scale[j];
+      const auto failed = [&](const Status& status) {
+        return Status(status.code(), fmt::format("{}: {}", m.weight->name, status.message()));
+      };
       auto quantized = m.quantizer->quantize(scaled_weight_.data());
-      if (!quantized.ok()) return quantized.status();
+      if (!quantized.ok()) return failed(quantized.status());
       std::vector<QuantizedPart> parts;
       if (provides(*m.quantizer, 4)) {
         auto made = m.quantizer->parts();
-        if (!made.ok()) return made.status();
+        if (!made.ok()) return failed(made.status());
         parts = std::move(made).value();
       }
       std::vector<TensorRef> part_views;
@@ -74,9 +78,9 @@ Result<double> QuantizedOutputError::operator()(std::span<const float> input_sca
       std::vector<const TensorRef*> part_refs;
       for (const TensorRef& view : part_views) part_refs.push_back(&view);
       auto linear = builder_->make_linear(quantized_view(*m.weight, *quantized), part_refs, nullptr);
-      if (!linear.ok()) return linear.status();
+      if (!linear.ok()) return failed(linear.status());
       outputs_.resize(static_cast<size_t>(rows_ * out));
-      TESSERA_RETURN_IF_ERROR((*linear)->forward(scaled_inputs_.data(), outputs_.data(), rows_));
+      if (Status ran = (*linear)->forward(scaled_inputs_.data(), outputs_.data(), rows_); !ran.ok()) return failed(ran);
       const std::vector<float>& product = products_[i];
       for (size_t k = 0; k < outputs_.size(); ++k) {
         const double d = static_cast<double>(outputs_[k]) - product[k];
