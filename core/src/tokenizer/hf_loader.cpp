@@ -7,6 +7,7 @@
 // spaces as U+2581 by a Prepend/Replace normalizer or a Metaspace
 // pre-tokenizer), run by the SentencePiece encoder with merge ranks as scores.
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -112,18 +113,69 @@ Status read_sentencepiece_text_rules(const Ctx& ctx, const json& root, Tokenizer
       TESSERA_RETURN_IF_ERROR(normalizer_step(n));
     }
   }
+  bool metaspace = false;
+  std::string scheme;
   if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
     const json& p = root["pre_tokenizer"];
+    // Metaspace splits at every space unless "split" is false (its default
+    // is true); a split text would need SentencePiece to encode word by word.
     if (!p.is_object() || p.value("type", std::string()) != "Metaspace" ||
-        p.value("replacement", std::string()) != kSpaceMark || p.value("split", false))
-      return Unsupported(ctx.source + ": a SentencePiece tokenizer's pre-tokenizer must be a Metaspace that does "
-                         "not split");
-    replace = true;
-    const std::string scheme = p.value("prepend_scheme", std::string(p.value("add_prefix_space", true) ? "always" : "never"));
-    prepend = prepend || scheme != "never";
+        p.value("replacement", std::string()) != kSpaceMark || !p.contains("split") || p["split"] != false)
+      return Unsupported(ctx.source + ": a SentencePiece tokenizer's pre-tokenizer must be a Metaspace with "
+                         "\"split\": false");
+    metaspace = replace = true;
+    scheme = p.value("prepend_scheme", std::string(p.value("add_prefix_space", true) ? "always" : "never"));
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+      return Unsupported(ctx.source + ": Metaspace prepend_scheme '" + scheme + "' is not supported");
   }
   if (!replace) return Unsupported(ctx.source + ": a byte-fallback BPE tokenizer must mark spaces with U+2581");
+  // A Prepend normalizer puts U+2581 before every segment whatever it starts
+  // with, and Metaspace then sees it there; Metaspace alone skips a segment
+  // that starts with a space, and under "first" all but the text's start.
+  if (!prepend && metaspace) {
+    prepend = scheme != "never";
+    spec.space_prefix_unless_space = true;
+    spec.space_prefix_first_segment_only = scheme == "first";
+  }
   spec.add_space_prefix = prepend;
+  return Status::Ok();
+}
+
+// Byte fallback's pieces, <0x00> ... <0xFF>.
+void type_byte_pieces(TokenizerSpec& spec) {
+  for (SpecToken& t : spec.tokens)
+    if (t.type == TokenType::normal && t.text.size() == 6 && t.text.starts_with("<0x") && t.text.back() == '>')
+      t.type = TokenType::byte;
+}
+
+// The SentencePiece encoder joins any two adjacent pieces whose
+// concatenation is a piece; BPE joins only listed pairs. They agree when
+// every way of cutting a piece into two pieces is a listed merge, as in the
+// files transformers converts from SentencePiece models (it lists them all).
+// A byte-fallback BPE trained by `tokenizers` itself lists one merge per
+// piece, so it is refused rather than tokenized differently.
+Status check_every_split_is_merged(const Ctx& ctx, const TokenizerSpec& spec) {
+  std::unordered_set<std::string_view> pieces;
+  for (const SpecToken& t : spec.tokens)
+    if (t.type == TokenType::normal) pieces.insert(t.text);
+  // "<length of a>:" + a + b names the pair (a, b) unambiguously.
+  const auto pair_key = [](std::string_view a, std::string_view b) {
+    return std::to_string(a.size()) + ':' + std::string(a) + std::string(b);
+  };
+  std::unordered_set<std::string> merged;
+  for (const auto& [a, b] : spec.merges) merged.insert(pair_key(a, b));
+  for (const SpecToken& t : spec.tokens) {
+    if (t.type != TokenType::normal) continue;
+    const std::string_view text = t.text;
+    for (size_t cut = 1; cut < text.size(); ++cut) {
+      if ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
+      const std::string_view a = text.substr(0, cut), b = text.substr(cut);
+      if (pieces.contains(a) && pieces.contains(b) && !merged.contains(pair_key(a, b)))
+        return Unsupported(ctx.source + ": pieces '" + std::string(a) + "' and '" + std::string(b) + "' make '" +
+                           std::string(text) + "' but are not a listed merge; only byte-fallback BPE converted "
+                           "from SentencePiece (every cut of a piece listed) is supported");
+    }
+  }
   return Status::Ok();
 }
 
@@ -132,11 +184,7 @@ Status read_sentencepiece_text_rules(const Ctx& ctx, const json& root, Tokenizer
 // -(rank + 1) of the first merge making it, so both choose the same pair.
 void scores_from_merge_ranks(TokenizerSpec& spec) {
   std::unordered_map<std::string, size_t> id_of;
-  for (size_t i = 0; i < spec.tokens.size(); ++i) {
-    id_of.emplace(spec.tokens[i].text, i);
-    const std::string& t = spec.tokens[i].text;
-    if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t.back() == '>') spec.tokens[i].type = TokenType::byte;
-  }
+  for (size_t i = 0; i < spec.tokens.size(); ++i) id_of.emplace(spec.tokens[i].text, i);
   for (size_t rank = spec.merges.size(); rank-- > 0;) {
     const auto it = id_of.find(spec.merges[rank].first + spec.merges[rank].second);
     if (it != id_of.end()) spec.tokens[it->second].score = -static_cast<float>(rank + 1);
@@ -238,6 +286,8 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
   if (sentencepiece) {
     spec.kind = TokenizerKind::spm;
     TESSERA_RETURN_IF_ERROR(read_sentencepiece_text_rules(ctx, root, spec));
+    type_byte_pieces(spec);
+    TESSERA_RETURN_IF_ERROR(check_every_split_is_merged(ctx, spec));
     scores_from_merge_ranks(spec);
   } else {
     // Normalizers would change the text before splitting; NFC is accepted
@@ -266,7 +316,6 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
     return std::nullopt;
   };
   if (model.contains("unk_token") && model["unk_token"].is_string()) spec.unk_id = id_of(model["unk_token"]);
-  if (sentencepiece && spec.unk_id) spec.tokens[static_cast<size_t>(*spec.unk_id)].type = TokenType::unknown;
   if (!config_json.empty()) {
     const std::string config_source = source + " (tokenizer_config.json)";
     auto config = parse_json(config_json, config_source);
@@ -308,6 +357,8 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
       }
     }
   }
+  // Typed after tokenizer_config.json, which may name another unk token.
+  if (sentencepiece && spec.unk_id) spec.tokens[static_cast<size_t>(*spec.unk_id)].type = TokenType::unknown;
   // transformers' LlamaTokenizer adds BOS unless told otherwise; byte-level BPE tokenizers do not.
   spec.add_bos = spec.add_bos.value_or(sentencepiece);
   return spec;

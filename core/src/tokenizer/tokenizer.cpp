@@ -172,15 +172,21 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, std::optional<bool
     }
     specials = &candidates;
   }
-  bool prev_special = true;  // SPM: a space is prepended at the start and after each special token
+  // SPM: a space is put before the text and after each special token (less
+  // where tokenizer.json's Metaspace rules say otherwise: see TokenizerSpec).
+  bool prev_special = true, at_start = true;
   for (const auto& f : partition_special(text, m.vocab, *specials)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       prev_special = true;
     } else {
-      m.encode_raw(f.text, m.add_space_prefix && prev_special, out);
+      const bool prefix = m.add_space_prefix && prev_special &&
+                          !(m.spec.space_prefix_first_segment_only && !at_start) &&
+                          !(m.spec.space_prefix_unless_space && f.text.starts_with(' '));
+      m.encode_raw(f.text, prefix, out);
       prev_special = false;
     }
+    at_start = false;
   }
   if (with_specials && m.add_eos && m.eos >= 0) out.push_back(m.eos);
   return out;

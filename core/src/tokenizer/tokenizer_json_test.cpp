@@ -135,7 +135,8 @@ json sentencepiece_json(bool metaspace) {
   const std::string sp = "\xE2\x96\x81";
   json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {sp, 3}, {"a", 4}, {"b", 5},
                 {sp + "a", 6}, {"ab", 7}, {sp + "ab", 8}, {"<0x63>", 9}};
-  json merges = json::array({sp + " a", "a b", sp + "a b"});
+  // Every cut of a piece into two pieces is listed, as transformers' converter writes them.
+  json merges = json::array({sp + " a", "a b", sp + "a b", sp + " ab"});
   json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
                        {"unk_token", "<unk>"}}},
             {"added_tokens", json::array({json{{"id", 0}, {"content", "<unk>"}, {"special", true}},
@@ -164,6 +165,67 @@ TEST(TokenizerJson, SentencePieceBpeMergesByRankWithByteFallback) {
     EXPECT_EQ(tok->encode("bac"), (Ids{1, 3, 5, 4, 9})) << "metaspace " << metaspace;
     EXPECT_EQ(tok->decode(Ids{8, 3, 5}), "ab b");
   }
+}
+
+// The rules tokenizers' Metaspace applies (checked against the `tokenizers`
+// package on these strings): no space before a segment that starts with one;
+// "first" puts one only at the text's start, "always" after special tokens
+// too. The legacy Prepend normalizer puts one before every segment.
+TEST(TokenizerJson, SentencePieceSpacePrefixFollowsTheFilesRules) {
+  const json config = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  const auto encode = [&](const json& j, std::string_view text) {
+    auto tok = load(j, config);
+    EXPECT_TRUE(tok.ok()) << tok.status().message();
+    return tok.ok() ? tok->encode(text, false) : Ids{};
+  };
+  const json prepend = sentencepiece_json(false);
+  EXPECT_EQ(encode(prepend, "ab"), (Ids{8}));
+  EXPECT_EQ(encode(prepend, " ab"), (Ids{3, 8}));
+  EXPECT_EQ(encode(prepend, "<s>ab"), (Ids{1, 8}));
+
+  json first = sentencepiece_json(true);
+  EXPECT_EQ(encode(first, "ab"), (Ids{8}));
+  EXPECT_EQ(encode(first, " ab"), (Ids{8}));
+  EXPECT_EQ(encode(first, "<s>ab"), (Ids{1, 7}));
+  EXPECT_EQ(encode(first, "ab<s> ab"), (Ids{8, 1, 8}));
+
+  json always = sentencepiece_json(true);
+  always["pre_tokenizer"]["prepend_scheme"] = "always";
+  EXPECT_EQ(encode(always, " ab"), (Ids{8}));
+  EXPECT_EQ(encode(always, "<s>ab"), (Ids{1, 8}));
+
+  json never = sentencepiece_json(true);
+  never["pre_tokenizer"]["prepend_scheme"] = "never";
+  EXPECT_EQ(encode(never, "ab"), (Ids{7}));
+  EXPECT_EQ(encode(never, " ab"), (Ids{8}));
+}
+
+TEST(TokenizerJson, SentencePieceFilesItCannotFollowAreRefused) {
+  const auto expect_refused = [](const json& j, const std::string& fragment) {
+    auto spec = tokenizer_spec_from_hf_json(j.dump(), "", "test/tokenizer.json");
+    ASSERT_FALSE(spec.ok()) << fragment;
+    EXPECT_EQ(spec.status().code(), StatusCode::unsupported);
+    EXPECT_NE(spec.status().message().find(fragment), std::string::npos) << spec.status().message();
+  };
+  json splits = sentencepiece_json(true);
+  splits["pre_tokenizer"].erase("split");  // Metaspace's default splits at spaces
+  expect_refused(splits, "\"split\": false");
+  json scheme = sentencepiece_json(true);
+  scheme["pre_tokenizer"]["prepend_scheme"] = "sometimes";
+  expect_refused(scheme, "prepend_scheme 'sometimes'");
+  // "▁ab" can be cut into "▁" and "ab", which BPE would never join.
+  json unlisted = sentencepiece_json(true);
+  unlisted["model"]["merges"].erase(3);
+  expect_refused(unlisted, "make '\xE2\x96\x81" "ab' but are not a listed merge");
+}
+
+TEST(TokenizerJson, SentencePieceUnknownTokenMayBeNamedByTheConfig) {
+  json j = sentencepiece_json(true);
+  j["model"].erase("unk_token");
+  auto tok = load(j, json{{"bos_token", "<s>"}, {"unk_token", "<unk>"}});
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(tok->unk_id(), 0);
+  EXPECT_EQ(tok->token_type(0), TokenType::unknown);
 }
 
 TEST(TokenizerJson, SentencePieceWithOtherNormalizersIsRefused) {

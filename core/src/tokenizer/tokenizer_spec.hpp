@@ -54,6 +54,13 @@ struct TokenizerSpec {
   std::optional<int32_t> bos_id, eos_id, eot_id, eom_id, unk_id, pad_id;
   std::optional<bool> add_bos, add_eos;  // unset: per-kind defaults (SPM adds BOS, BPE does not)
   std::optional<bool> add_space_prefix;  // SPM: prepend a space to the text (default true)
+  // SPM, the rules of tokenizer.json's Metaspace pre-tokenizer: no space is
+  // put before a text segment (the text between special tokens) that already
+  // starts with one, and with prepend_scheme "first" only the segment at the
+  // very start of the text gets one. GGUF files and the legacy Prepend
+  // normalizer put it before every segment, whatever it starts with.
+  bool space_prefix_unless_space = false;
+  bool space_prefix_first_segment_only = false;
 
   std::string chat_template;  // tokenizer.chat_template, "" if none
 };
