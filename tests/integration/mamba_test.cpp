@@ -74,13 +74,18 @@ class MambaModels : public ::testing::TestWithParam<std::string> {
  protected:
   // "mamba1" or "mamba2": the GGUF llama.cpp's converter wrote.
   std::string gguf() const { return GetParam() + ".f32.gguf"; }
+  // The held-out text's ids (128) that transformers' logits were recorded on.
+  std::vector<int32_t> heldout_ids() const {
+    std::ifstream in(kData / (GetParam() + ".heldout.txt"));
+    std::vector<int32_t> ids;
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;
+  }
 };
 
 // The GGUF llama.cpp's converter wrote and the Hugging Face folder itself.
 TEST_P(MambaModels, LogitsFollowTransformersAtEveryPosition) {
-  std::ifstream ids_file(kData / (GetParam() + ".heldout.txt"));
-  std::vector<int32_t> ids;
-  for (int32_t id; ids_file >> id;) ids.push_back(id);
+  const std::vector<int32_t> ids = heldout_ids();
   ASSERT_FALSE(ids.empty());
   for (const std::string& model : {gguf(), GetParam() + "-hf"}) {
     auto session = open_mamba(model);
@@ -101,7 +106,7 @@ TEST_P(MambaModels, LogitsFollowTransformersAtEveryPosition) {
         scale = std::max(scale, std::abs(static_cast<double>(expected[t * vocab + v])));
       }
       worst = std::max(worst, diff / scale);
-      EXPECT_LT(diff / scale, 1e-3) << model << ", position " << t;
+      EXPECT_LT(diff / scale, 1e-5) << model << ", position " << t;  // the issue asks 1e-3; worst seen 9.4e-7
     }
     std::printf("%s: largest relative logit difference from transformers over %zu positions: %.2e\n", model.c_str(),
                 ids.size(), worst);
@@ -176,6 +181,71 @@ TEST_P(MambaModels, BatchedAndChunkedRequestsGiveTheIdsOfSingleOnes) {
   EXPECT_GT(scheduler.stats().max_running, 1);
 }
 
+// forward() itself, to the bit: a sequence's logits are the same alone,
+// beside another sequence placed before it in the batch (so its rows sit
+// elsewhere and its slices may fall to other threads), and over its tokens
+// in two chunks (the state carried between forwards).
+TEST_P(MambaModels, ForwardLogitsAreBitIdenticalAloneBesideAnotherAndInChunks) {
+  auto session = open_mamba(gguf(), {{"kvcache", "max_sequences", "4"}});
+  ASSERT_NE(session, nullptr);
+  Model& model = session->model();
+  SequenceMemory& memory = session->memory();
+  const auto vocab = model.vocab_size();
+  const std::vector<int32_t> text = heldout_ids();
+  ASSERT_GE(text.size(), 40u);
+  const std::vector<TokenId> tokens(text.begin(), text.begin() + 24), other(text.begin() + 24, text.begin() + 40);
+  const auto n = static_cast<int32_t>(tokens.size()), m = static_cast<int32_t>(other.size());
+
+  // Runs the batch of `parts` (sequence, tokens, n_past, n_logits) and returns its logits.
+  struct Part {
+    SeqId seq;
+    std::vector<TokenId> tokens;
+    int32_t n_past, n_logits;
+  };
+  const auto forward = [&](const std::vector<Part>& parts) {
+    std::vector<TokenId> ids;
+    std::vector<BatchSeq> seqs;
+    for (const Part& p : parts) {
+      seqs.push_back({p.seq, static_cast<int32_t>(ids.size()), static_cast<int32_t>(p.tokens.size()), p.n_past,
+                      p.n_logits});
+      ids.insert(ids.end(), p.tokens.begin(), p.tokens.end());
+      EXPECT_TRUE(memory.append_slots(p.seq, static_cast<int32_t>(p.tokens.size())).ok());
+    }
+    const Batch batch{ids, seqs};
+    std::vector<float> logits(static_cast<size_t>(batch.logit_rows() * vocab));
+    const Status st = model.forward(batch, memory, logits.data());
+    EXPECT_TRUE(st.ok()) << st.message();
+    return logits;
+  };
+  const auto fresh = [&] {
+    auto seq = memory.create_sequence();
+    EXPECT_TRUE(seq.ok()) << seq.status().message();
+    return seq.ok() ? *seq : SeqId{};
+  };
+  const auto row = [&](const std::vector<float>& logits, int64_t r) {
+    return std::vector<float>(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
+  };
+
+  const SeqId a = fresh();
+  const std::vector<float> alone = forward({{a, tokens, 0, n}});
+  memory.release(a);
+
+  const SeqId b = fresh(), c = fresh();
+  const std::vector<float> beside = forward({{b, other, 0, m}, {c, tokens, 0, n}});
+  memory.release(b);
+  memory.release(c);
+  EXPECT_EQ(std::vector<float>(beside.begin() + m * vocab, beside.end()), alone);
+
+  const SeqId d = fresh();
+  const int32_t cut = 11;
+  const std::vector<TokenId> head(tokens.begin(), tokens.begin() + cut), tail(tokens.begin() + cut, tokens.end());
+  const std::vector<float> first = forward({{d, head, 0, 1}});
+  const std::vector<float> second = forward({{d, tail, cut, n - cut}});
+  memory.release(d);
+  EXPECT_EQ(row(first, 0), row(alone, cut - 1));
+  EXPECT_EQ(second, std::vector<float>(alone.begin() + cut * vocab, alone.end()));
+}
+
 // Prompt lookup drafts from the text so far; the KJV text repeats itself, so
 // drafts are both kept and rejected, and each rejection restores the state
 // checkpointed before the draft.
@@ -201,8 +271,38 @@ TEST_P(MambaModels, SpeculativeDecodingOnAMambaTargetKeepsItsIds) {
   EXPECT_LT(accepted, drafted);  // some rejected: the rollback ran
 }
 
-// A broken copy of a checked-in model: a tensor left out, or a key set.
-std::string open_error_of_copy(const std::string& name, const std::string& drop_tensor, const std::string& set_key) {
+// The other trained Mamba (same SentencePiece vocabulary, another block)
+// drafts for this one: both the target's and the draft's states are rolled
+// back through checkpoints when drafts are rejected.
+TEST_P(MambaModels, ADraftModelOnAMambaTargetKeepsItsIds) {
+  const std::string draft = (kData / ((GetParam() == "mamba1" ? "mamba2" : "mamba1") + std::string(".f32.gguf"))).string();
+  auto plain = open_mamba(gguf());
+  auto speculative = open_mamba(gguf(), {{"speculative", "method", "\"draft-model\""},
+                                         {"speculative", "draft_model", fmt::format("\"{}\"", draft)},
+                                         {"speculative", "adaptive", "false"},
+                                         {"speculative", "draft_min_probability", "0"},
+                                         {"speculative", "max_draft_tokens", "4"}});
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(speculative, nullptr);
+  int64_t drafted = 0, accepted = 0;
+  for (const auto& c : read_greedy(kData / (GetParam() + ".greedy.txt"))) {
+    auto a = plain->generate(greedy_ids(c.prompt, kGreedySteps));
+    auto b = speculative->generate(greedy_ids(c.prompt, kGreedySteps));
+    ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
+    EXPECT_EQ(b->metrics.token_ids, a->metrics.token_ids);
+    drafted += speculative->last_speculation().drafted_tokens;
+    accepted += speculative->last_speculation().accepted_tokens;
+  }
+  std::printf("%s: the draft model drafted %lld tokens, %lld accepted\n", GetParam().c_str(),
+              static_cast<long long>(drafted), static_cast<long long>(accepted));
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);
+}
+
+// A broken copy of a checked-in model: a tensor left out, a key set, or a
+// tensor cut to the first half of its outermost dimension.
+std::string open_error_of_copy(const std::string& name, const std::string& drop_tensor, const std::string& set_key,
+                               const std::string& halve_tensor = "") {
   auto model = open_model((kData / name).string());
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return {};
@@ -214,7 +314,9 @@ std::string open_error_of_copy(const std::string& name, const std::string& drop_
     if (t.name == drop_tensor) continue;
     std::vector<uint64_t> dims;  // GGUF order: innermost first
     for (int i = t.ndim - 1; i >= 0; --i) dims.push_back(static_cast<uint64_t>(t.shape[i]));
-    EXPECT_TRUE(writer.add_tensor(t.name, t.dtype, dims, {static_cast<const std::byte*>(t.data), t.nbytes}).ok());
+    size_t bytes = t.nbytes;
+    if (t.name == halve_tensor) dims.back() /= 2, bytes /= 2;
+    EXPECT_TRUE(writer.add_tensor(t.name, t.dtype, dims, {static_cast<const std::byte*>(t.data), bytes}).ok());
   }
   const fs::path file = fs::temp_directory_path() / fmt::format("tessera-mamba-broken-{}.gguf", getpid());
   EXPECT_TRUE(writer.write(file.string()).ok());
@@ -229,6 +331,16 @@ TEST(MambaFiles, AMissingTensorIsNamed) {
   const std::string error = open_error_of_copy("mamba1.f32.gguf", "blk.1.ssm_a", "");
   EXPECT_NE(error.find("blk.1.ssm_a"), std::string::npos) << error;
   EXPECT_NE(error.find("missing"), std::string::npos) << error;
+}
+
+// A/D/dt_bias are checked by their number of values (llama.cpp stores
+// Mamba-2's as [n_head, 1], transformers as [n_head]).
+TEST(MambaFiles, ASmallTensorOfTheWrongSizeIsNamed) {
+  for (const char* model : {"mamba1.f32.gguf", "mamba2.f32.gguf"}) {
+    const std::string error = open_error_of_copy(model, "", "", "blk.2.ssm_d");
+    EXPECT_NE(error.find("blk.2.ssm_d"), std::string::npos) << model << ": " << error;
+    EXPECT_NE(error.find("the hyper-parameters imply"), std::string::npos) << model << ": " << error;
+  }
 }
 
 TEST(MambaFiles, FalconMambaNormsAreRefusedByName) {

@@ -51,4 +51,15 @@ Status expect_optional_tensor(const WeightStore& weights, const std::string& nam
   return t == nullptr ? Status::Ok() : check_shape(weights, *t, shape);
 }
 
+Status expect_tensor_elements(const WeightStore& weights, const std::string& name, int64_t n) {
+  const TensorRef* t = weights.find(name);
+  if (t == nullptr)
+    return NotFound(weights.source() + ": tensor " + name + " is missing (expected " + std::to_string(n) + " values)");
+  if (t->numel() != n)
+    return InvalidArgument(weights.source() + ": tensor " + name + " has shape " + shape_string(*t) + " (" +
+                           std::to_string(t->numel()) + " values) but the hyper-parameters imply " +
+                           std::to_string(n) + " values");
+  return Status::Ok();
+}
+
 }  // namespace tessera::blocks

@@ -10,6 +10,7 @@ namespace tessera::mamba {
 
 using blocks::expect_optional_tensor;
 using blocks::expect_tensor;
+using blocks::expect_tensor_elements;
 using blocks::load_vector;
 using blocks::make_linear;
 
@@ -57,25 +58,14 @@ LayerNames layer_names(const Names& n, int64_t l, bool mamba2) {
   return r;
 }
 
-// A small tensor must hold exactly `n` values, whatever its stored rank
-// (llama.cpp keeps Mamba-2's A and D as [n_head, 1], transformers as [n_head]).
-Status expect_elements(const WeightStore& w, const std::string& name, int64_t n) {
-  const TensorRef* t = w.find(name);
-  if (t == nullptr) return NotFound(w.source() + ": tensor " + name + " is missing");
-  if (t->numel() != n)
-    return CorruptData(w.source() + ": tensor " + name + " has shape " + blocks::shape_string(*t) + " (" +
-                       std::to_string(t->numel()) + " values), expected " + std::to_string(n) + " values");
-  return Status::Ok();
-}
-
 // The convolution is [channels, d_conv] in GGUF and [channels, 1, d_conv] in
 // transformers: the same values in the same order.
 Status expect_conv(const WeightStore& w, const std::string& name, int64_t channels, int64_t d_conv) {
-  TESSERA_RETURN_IF_ERROR(expect_elements(w, name, channels * d_conv));
+  TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, name, channels * d_conv));
   const TensorRef* t = w.find(name);
   if (t->cols() != d_conv)
-    return CorruptData(w.source() + ": tensor " + name + " has shape " + blocks::shape_string(*t) +
-                       ", expected a last dimension of " + std::to_string(d_conv) + " taps");
+    return InvalidArgument(w.source() + ": tensor " + name + " has shape " + blocks::shape_string(*t) +
+                           ", expected a last dimension of " + std::to_string(d_conv) + " taps");
   return Status::Ok();
 }
 
@@ -94,16 +84,16 @@ Status check_all_shapes(const WeightStore& w, const MambaConfig& c, const Names&
     TESSERA_RETURN_IF_ERROR(expect_tensor(w, n.out_proj, {d, inner}));
     TESSERA_RETURN_IF_ERROR(expect_optional_tensor(w, n.out_bias, {d}));
     if (c.mamba2()) {
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.dt_bias, c.n_head));
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.a, c.n_head));
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.d, c.n_head));
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.gated_norm, inner));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.dt_bias, c.n_head));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.a, c.n_head));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.d, c.n_head));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.gated_norm, inner));
     } else {
       TESSERA_RETURN_IF_ERROR(expect_tensor(w, n.x_proj, {c.x_proj_width(), inner}));
       TESSERA_RETURN_IF_ERROR(expect_tensor(w, n.dt_proj, {inner, c.dt_rank}));
       TESSERA_RETURN_IF_ERROR(expect_tensor(w, n.dt_bias, {inner}));
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.a, inner * c.d_state));
-      TESSERA_RETURN_IF_ERROR(expect_elements(w, n.d, inner));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.a, inner * c.d_state));
+      TESSERA_RETURN_IF_ERROR(expect_tensor_elements(w, n.d, inner));
     }
   }
   return Status::Ok();

@@ -4,7 +4,7 @@
 // clamp into a select and the loops over the state vectorize: at the scalar
 // level (SSE2) 4 floats wide, at AVX2 8 with FMA. Without the flag they ran
 // one float at a time, a fifth of a mamba-130m decode step.
-#include "ssm.hpp"
+#include "ssm_kernels.hpp"
 #include "tessera/fast_exp.hpp"
 
 namespace tessera::mamba::TESSERA_ISA_NAMESPACE {

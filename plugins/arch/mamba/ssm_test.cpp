@@ -1,25 +1,16 @@
 // The recurrent pieces against a float64 transcription of the published
 // equations (causal convolution over a zero-padded sequence, then the
 // sequential scan), and their invariance to how a sequence's tokens arrive.
-#include "ssm.hpp"
-
 #include <gtest/gtest.h>
-
-#include "tessera/isa.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
-namespace tessera::mamba {
+#include "ssm_kernels.hpp"
 
-// The kernels' variants (ssm.cpp picks one of them).
-TESSERA_ISA_DECLARE(void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv,
-                                                 const float* weight, const float* bias, float* window, int64_t c0,
-                                                 int64_t c1))
-TESSERA_ISA_DECLARE(void mamba1_scan_kernel(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1))
-TESSERA_ISA_DECLARE(void mamba2_scan_kernel(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1))
+namespace tessera::mamba {
 
 namespace {
 

@@ -21,4 +21,9 @@ Status expect_tensor(const WeightStore& weights, const std::string& name, std::i
 Status expect_optional_tensor(const WeightStore& weights, const std::string& name,
                               std::initializer_list<int64_t> shape);
 
+// ok when `name` exists and holds exactly `n` values, whatever its stored
+// rank (llama.cpp keeps Mamba-2's A as [n_head, 1], transformers as
+// [n_head]); else not_found / invalid_argument.
+Status expect_tensor_elements(const WeightStore& weights, const std::string& name, int64_t n);
+
 }  // namespace tessera::blocks
