@@ -5,6 +5,7 @@
 // level (SSE2) 4 floats wide, at AVX2 8 with FMA. Without the flag they ran
 // one float at a time, a fifth of a mamba-130m decode step.
 #include "ssm_kernels.hpp"
+#include "tessera/blocks/silu.hpp"
 #include "tessera/fast_exp.hpp"
 
 namespace tessera::mamba::TESSERA_ISA_NAMESPACE {
@@ -15,11 +16,22 @@ void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channe
   for (int64_t t = 0; t < n; ++t) {
     const float* x = in.row(t);
     float* y = out.row(t);
+    // Tap by tap across the channels, so each loop runs along contiguous
+    // rows (vectorized); the sum's order per channel is bias, the window's
+    // taps oldest first, then x, as the equation reads.
+    for (int64_t c = c0; c < c1; ++c) y[c] = bias[c];
+    for (int64_t k = 0; k < taps; ++k) {
+      const float* w = weight + k * channels;
+      const float* past = window + k * channels;
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) y[c] += w[c] * past[c];
+    }
+    const float* w_last = weight + taps * channels;
+#pragma omp simd
     for (int64_t c = c0; c < c1; ++c) {
-      float acc = bias[c];
-      for (int64_t k = 0; k < taps; ++k) acc += weight[k * channels + c] * window[k * channels + c];
-      acc += weight[taps * channels + c] * x[c];
-      y[c] = silu(acc);
+      const float acc = y[c] + w_last[c] * x[c];
+      // silu with exp in double (blocks/silu.hpp): std::exp's floats, vectorized.
+      y[c] = acc / (1.0f + static_cast<float>(blocks::exp_for_float(-static_cast<double>(acc))));
     }
     // Slide the window by one token: drop the oldest input, append x.
     for (int64_t k = 0; k + 1 < taps; ++k)
