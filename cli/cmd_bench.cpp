@@ -130,6 +130,11 @@ int cmd_bench(int argc, char** argv) {
   row("prefill tokens/s", r.prefill_tokens_per_s);
   if (config.gen_tokens > 0) row("decode tokens/s", r.decode_tokens_per_s);
   row("time to first token ms", r.ttft_ms);
+  if (r.prefix_hit_tokens > 0) {
+    fmt::print("  {} prompt tokens of the {} runs came from the prefix cache: prefill tokens/s counts the computed "
+               "ones, and the time to first token is shorter than a cold prompt's\n",
+               r.prefix_hit_tokens, config.repeat);
+  }
   fmt::print("{:<22}{:>12.1f}\n", "peak memory MiB", static_cast<double>(r.peak_rss_bytes) / (1 << 20));
   if (r.speculative) {
     const SpeculationStats& s = r.speculation;

@@ -246,6 +246,38 @@ TEST_P(MambaModels, ForwardLogitsAreBitIdenticalAloneBesideAnotherAndInChunks) {
   EXPECT_EQ(second, std::vector<float>(alone.begin() + cut * vocab, alone.end()));
 }
 
+// The prefix cache of a recurrent model: a prompt that starts with an
+// earlier sequence's tokens (a conversation's next turn) continues from the
+// state snapshot kept there (every 8 tokens here), computing only the rest,
+// and generates the ids it generates with no snapshots at all.
+TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
+  const std::vector<int32_t> text = heldout_ids();
+  ASSERT_GE(text.size(), 40u);
+  auto cached = open_mamba(gguf(), {{"kvcache", "prefix_snapshots", "4"}, {"kvcache", "snapshot_interval", "8"}});
+  auto uncached = open_mamba(gguf(), {{"kvcache", "prefix_snapshots", "0"}});
+  ASSERT_NE(cached, nullptr);
+  ASSERT_NE(uncached, nullptr);
+  const auto both = [&](const std::vector<int32_t>& prompt) {
+    auto a = cached->generate(greedy_ids(prompt, 16));
+    auto b = uncached->generate(greedy_ids(prompt, 16));
+    EXPECT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->metrics.token_ids, b->metrics.token_ids);
+    return a.ok() ? a->metrics.token_ids : std::vector<int32_t>{};
+  };
+  // 30 tokens are prefilled as 24 (a chunk ends on a multiple of 8) and 6;
+  // decoding then passes 32 and 40: snapshots at 24, 32 and 40.
+  std::vector<int32_t> turn(text.begin(), text.begin() + 30);
+  const std::vector<int32_t> reply = both(turn);
+  ASSERT_EQ(reply.size(), 16u);
+  EXPECT_EQ(cached->memory().stats().prefix_hit_tokens, 0);
+  // The next turn: the first, the reply (15 of its tokens were computed), more text.
+  turn.insert(turn.end(), reply.begin(), reply.end());
+  turn.insert(turn.end(), text.begin() + 30, text.begin() + 36);
+  both(turn);
+  EXPECT_EQ(cached->memory().stats().prefix_hit_tokens, 40);
+  EXPECT_EQ(uncached->memory().stats().prefix_hit_tokens, 0);
+}
+
 // Prompt lookup drafts from the text so far; the KJV text repeats itself, so
 // drafts are both kept and rejected, and each rejection restores the state
 // checkpointed before the draft.

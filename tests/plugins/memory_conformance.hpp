@@ -149,4 +149,59 @@ inline void expect_state_slots_run_out_cleanly(const MakeMemory& make, int32_t s
   EXPECT_EQ(m->max_sequence_tokens(), 32) << "a recurrent model's length is bound by the context only";
 }
 
+// The prefix cache of an all-recurrent model, for a memory made with
+// prefix_snapshots >= 2 and snapshot_interval = 4: the state a sequence had
+// after 8 tokens is kept when it is told of them there (not at 6, nor while
+// draft tokens beyond them are held), and a later prompt sharing those 8
+// tokens starts from a copy of it; a hybrid model gets no snapshots.
+inline void expect_state_prefix_cache(const MakeMemory& make) {
+  const OwnedStateSpec owned = recurrent_spec(2, 6, 10, 64);
+  const LayerMemorySpec& r = owned.layers[0];
+  auto m = make(owned.spec());
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(provides(*m, 5));
+  EXPECT_EQ(m->prefix_granularity(), 4);
+  const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const std::span<const int32_t> tokens(prompt);
+
+  const SeqId a = *m->create_sequence();
+  EXPECT_EQ(m->reuse_prefix(a, tokens), 0) << "nothing kept yet";
+  ASSERT_TRUE(m->append_slots(a, 6).ok());
+  fill_state(*m, r, a, 0, 6.0f);
+  m->record_tokens(a, tokens.first(6));  // not a multiple of 4: nothing kept
+  ASSERT_TRUE(m->append_slots(a, 3).ok());
+  fill_state(*m, r, a, 0, 9.0f);
+  m->record_tokens(a, tokens.first(8));  // 9 slots held (a draft token): nothing kept
+  const SeqId b = *m->create_sequence();
+  EXPECT_EQ(m->reuse_prefix(b, tokens), 0);
+  m->release(b);
+
+  const SeqId c = *m->create_sequence();
+  ASSERT_TRUE(m->append_slots(c, 8).ok());
+  fill_state(*m, r, c, 0, 8.0f);
+  fill_state(*m, r, c, 1, 18.0f);
+  m->record_tokens(c, tokens.first(8));
+  fill_state(*m, r, c, 0, 99.0f);  // c goes on; the snapshot does not follow it
+
+  const SeqId d = *m->create_sequence();
+  EXPECT_EQ(m->reuse_prefix(d, tokens), 8);
+  EXPECT_EQ(m->length(d), 8);
+  EXPECT_TRUE(state_is(*m, r, d, 0, 8.0f)) << "the state after the shared 8 tokens";
+  EXPECT_TRUE(state_is(*m, r, d, 1, 18.0f));
+  EXPECT_EQ(m->stats().prefix_hit_tokens, 8);
+  ASSERT_TRUE(m->append_slots(d, 2).ok()) << "the sequence goes on from there";
+
+  const SeqId e = *m->create_sequence();
+  EXPECT_EQ(m->reuse_prefix(e, tokens.first(8)), 0) << "the whole prompt: its last token must be computed";
+  const std::vector<int32_t> other = {5, 6, 7, 8, 9, 10, 11, 0, 13, 14};
+  const SeqId f = *m->create_sequence();
+  EXPECT_EQ(m->reuse_prefix(f, other), 0) << "a prompt differing before token 8";
+  for (SeqId s : {a, c, d, e, f}) m->release(s);
+
+  const OwnedStateSpec hybrid = hybrid_spec();
+  auto h = make(hybrid.spec());
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->prefix_granularity(), 0) << "K/V would have to be kept with the state";
+}
+
 }  // namespace tessera::test

@@ -235,6 +235,15 @@ class SequenceMemory : public PluginObject {
   // Tell the memory which tokens now fill seq's slots [0, tokens.size()) so
   // full blocks can be published for reuse. Default: ignored.
   virtual void record_tokens(SeqId /*seq*/, std::span<const int32_t> /*tokens*/) noexcept {}
+
+#if TESSERA_ABI_MINOR >= 5
+  // Positions at which this memory can keep a prefix for reuse only if a
+  // step ends there (a recurrent model's state snapshots: the state exists
+  // only after a forward's last token). The engine then ends prompt chunks
+  // on multiples of it. 0: no such positions (a block cache publishes every
+  // full block whatever the chunks). Default: 0.
+  virtual int32_t prefix_granularity() const noexcept { return 0; }
+#endif
 };
 
 }  // namespace tessera

@@ -52,13 +52,15 @@ nlohmann::json BenchReport::to_json() const {
           {"mean_step_threads", mean_step_threads},
           {"prompt", config.prompt.empty() ? "random" : "text"},
           {"speculative", speculative},
-          {"speculation", speculation.to_json()}};
+          {"speculation", speculation.to_json()},
+          {"prefix_hit_tokens", prefix_hit_tokens}};
 }
 
 namespace {
 
 struct RunTimes {
   double prefill_ms = 0, decode_ms = 0;
+  int64_t cached_tokens = 0;  // prompt tokens the prefix cache served instead of the model
 };
 
 Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens) {
@@ -90,6 +92,7 @@ Result<RunTimes> run_once(Session& session, std::span<const int32_t> prompt, int
 // the pipeline's decoding strategy and [sampling], exactly `gen_tokens` tokens.
 Result<RunTimes> run_once_scheduled(Session& session, std::span<const int32_t> prompt, int32_t gen_tokens,
                                     SpeculationStats* speculation) {
+  const int64_t hits_before = session.memory().stats().prefix_hit_tokens;
   Scheduler scheduler(session);
   GenerationRequest request;
   request.token_ids.assign(prompt.begin(), prompt.end());
@@ -104,7 +107,7 @@ Result<RunTimes> run_once_scheduled(Session& session, std::span<const int32_t> p
   const RequestMetrics& m = outcome.result.metrics;
   if (speculation != nullptr) speculation->merge(scheduler.stats().speculation);
   // The first token comes from the prefill's logits; decode is the rest.
-  return RunTimes{m.ttft_ms, m.decode_ms};
+  return RunTimes{m.ttft_ms, m.decode_ms, session.memory().stats().prefix_hit_tokens - hits_before};
 }
 
 // Bytes of sequence state the decode steps read on average: K and V of every
@@ -167,7 +170,12 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
     if (!t.ok()) return t.status();
     if (progress) progress(r + 1, total);
     if (r == 0) continue;  // warm-up: page in the weights, size the scratch buffers
-    prefill.push_back(static_cast<double>(prompt.size()) * 1000.0 / t->prefill_ms);
+    // Repeats of a text prompt may find it in the prefix cache (the paged
+    // cache's blocks, a recurrent model's state snapshots): only the tokens
+    // the model computed count.
+    report.prefix_hit_tokens += t->cached_tokens;
+    prefill.push_back(static_cast<double>(static_cast<int64_t>(prompt.size()) - t->cached_tokens) * 1000.0 /
+                      t->prefill_ms);
     // Through the scheduler the first token comes with the prefill and the
     // decode time covers the other gen_tokens - 1.
     const int32_t decoded = config.prompt.empty() ? config.gen_tokens : config.gen_tokens - 1;

@@ -65,6 +65,9 @@ struct BenchReport {
   // [speculative] pipeline), and whether it ran.
   bool speculative = false;
   SpeculationStats speculation;
+  // Prompt tokens of the measured runs served by the prefix cache (a text
+  // prompt's repeats); the prefill rate counts only the computed ones.
+  int64_t prefix_hit_tokens = 0;
   nlohmann::json to_json() const;
 };
 

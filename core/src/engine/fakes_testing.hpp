@@ -30,6 +30,7 @@ class FakeMemory final : public SequenceMemory {
       : block_size_(block_size), n_blocks_(n_blocks), max_context_(max_context), recurrent_(recurrent) {}
 
   Status configure(const SequenceStateSpec&) noexcept override { return Status::Ok(); }
+  int32_t prefix_granularity() const noexcept override { return granularity; }
   Result<SeqId> create_sequence() noexcept override {
     if (static_cast<int32_t>(seqs_.size()) >= max_sequences) return Status(OutOfMemory("fake: no sequence free"));
     const SeqId id = next_++;
@@ -109,6 +110,7 @@ class FakeMemory final : public SequenceMemory {
   int64_t fake_state(SeqId seq) const { return seqs_.at(seq).state; }
   size_t live_checkpoints() const { return checkpoints_.size(); }
   int32_t max_sequences = 1000;
+  int32_t granularity = 0;  // prefix_granularity()
   int truncations = 0, restores = 0, releases = 0, checkpoints_taken = 0;
 
  private:

@@ -22,11 +22,19 @@ Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
     budget -= item.n_proposed;
     plan.items.push_back(item);
   }
+  // A memory that keeps prefixes only where steps end (recurrent state
+  // snapshots) gets chunks that end on its multiples: a chunk crossing one
+  // stops there, and the rest follows in the next step.
+  const int32_t granularity = provides(memory_, 5) ? memory_.prefix_granularity() : 0;
   for (Request* r : requests.running) {
     if (budget <= 0) break;
     const int32_t left = r->n_tokens() - r->n_computed;
     if (left <= 1) continue;
-    const int32_t n = std::min(left, budget);
+    int32_t n = std::min(left, budget);
+    if (granularity > 0) {
+      const int32_t aligned_end = (r->n_computed + n) / granularity * granularity;
+      if (aligned_end > r->n_computed) n = aligned_end - r->n_computed;
+    }
     budget -= n;
     plan.items.push_back({r, n, n == left ? 1 : 0, 0});
     plan.decode_only = false;

@@ -62,6 +62,28 @@ TEST_F(StepPlannerTest, DecodersFirstThenPromptChunksWithinTheBudget) {
   EXPECT_EQ(item(*second, b)->n_logits, 1);
 }
 
+// A memory keeping prefixes only where steps end (recurrent state
+// snapshots every 4 tokens): prompt chunks end on multiples of 4.
+TEST_F(StepPlannerTest, PromptChunksEndOnTheMemorysPrefixGranularity) {
+  FakeMemory memory(4, 100, 1000, /*recurrent=*/true);
+  memory.granularity = 4;
+  SchedulerConfig config;
+  config.max_batch_tokens = 7;
+  StepPlanner planner(memory, 1000, config, nullptr, false);
+  Request& a = add({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  std::vector<int32_t> chunks;
+  while (a.n_computed < 11) {
+    auto plan = planner.plan(table_);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_EQ(plan->items.size(), 1u);
+    chunks.push_back(plan->items[0].n_tokens);
+    a.n_computed += plan->items[0].n_tokens;
+  }
+  // 7 would cross 4: cut there; then 4..8 (the budget's 7 would cross 8); then
+  // the prompt's last 3 tokens (no multiple of 4 inside 8..11).
+  EXPECT_EQ(chunks, (std::vector<int32_t>{4, 4, 3}));
+}
+
 TEST_F(StepPlannerTest, AdmitsWhileTheMemoryHoldsWhatRunningRequestsMayGrowTo) {
   FakeMemory memory(4, 6, 1000);  // 24 tokens in all
   SchedulerConfig config;

@@ -42,6 +42,7 @@ ContiguousKvCache::ContiguousKvCache(const ParamValues& params)
   if (checkpoint_slots_ < 0 || checkpoint_slots_ > std::numeric_limits<int32_t>::max() - max_sequences_)
     throw std::invalid_argument("contiguous kvcache: checkpoints must be in [0, 2^31 - max_sequences)");
   if (checkpoint_slots_ == 0) checkpoint_slots_ = max_sequences_;
+  snapshot_settings_ = memory::snapshot_settings(params, "contiguous kvcache");
 }
 
 Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
@@ -65,7 +66,10 @@ Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
     uint64_t kv_bytes = 0;
     uint64_t state_bytes = 0;
     const uint64_t token_bytes = layout->kv_bytes_per_token(kv_element_bytes(dtype_));
-    const int64_t state_slots = layout->recurrent ? max_sequences_ + checkpoint_slots_ : 0;
+    // Snapshots of a model with attention layers too would need its K/V rows
+    // kept with them: only all-recurrent models get them.
+    const int64_t snapshot_slots = layout->recurrent && layout->n_attention_layers == 0 ? snapshot_settings_.capacity : 0;
+    const int64_t state_slots = layout->recurrent ? max_sequences_ + checkpoint_slots_ + snapshot_slots : 0;
     const uint64_t slot_bytes = spec.state_bytes_per_sequence();
     if (!checked_mul(static_cast<uint64_t>(context), token_bytes, &block_bytes) ||
         !checked_mul(block_bytes, static_cast<uint64_t>(max_sequences_), &kv_bytes) ||
@@ -106,6 +110,7 @@ Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
     k_pools_ = std::move(k_pools);
     v_pools_ = std::move(v_pools);
     states_ = std::move(states);
+    snapshots_ = memory::StateSnapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states_);
     slot_used_.assign(static_cast<size_t>(max_sequences_), false);
     configured_ = true;
     return Status::Ok();
@@ -290,6 +295,34 @@ void ContiguousKvCache::drop_checkpoint(SeqId seq, CheckpointId id) noexcept {
   if (removed && removed->state_slot >= 0) states_.give_back(removed->state_slot);
 }
 
+int32_t ContiguousKvCache::reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept {
+  Sequence* s = find(seq);
+  if (s == nullptr || s->length != 0 || s->state_slot < 0) return 0;
+  try {
+    s->length = snapshots_.restore(tokens, states_, s->state_slot);
+  } catch (...) {
+    return 0;  // restore() copies nothing before its last allocation: no hit
+  }
+  prefix_hit_tokens_ += s->length;
+  return s->length;
+}
+
+void ContiguousKvCache::record_tokens(SeqId seq, std::span<const int32_t> tokens) noexcept {
+  const Sequence* s = find(seq);
+  // The state follows exactly these tokens only when the sequence holds no
+  // more (draft tokens not yet rolled back).
+  if (s == nullptr || s->state_slot < 0 || tokens.size() != static_cast<size_t>(s->length)) return;
+  try {
+    snapshots_.record(tokens, states_, s->state_slot);
+  } catch (...) {
+    // A snapshot is an optimization; one not kept only costs a future hit.
+  }
+}
+
+int32_t ContiguousKvCache::prefix_granularity() const noexcept {
+  return snapshots_.enabled() ? snapshots_.interval() : 0;
+}
+
 RecurrentStateView ContiguousKvCache::state(SeqId seq, int32_t layer) noexcept {
   const Sequence* s = find(seq);
   if (s == nullptr || s->state_slot < 0) return {};
@@ -345,11 +378,15 @@ MemoryStats ContiguousKvCache::stats() const noexcept {
   const uint64_t state_bytes = states_.slot_bytes();
   stats.blocks_total = max_sequences_;
   stats.blocks_used = static_cast<int64_t>(sequences_.size());
-  stats.states_total = states_.total();
-  stats.states_used = states_.used();
+  stats.prefix_hit_tokens = prefix_hit_tokens_;
+  // The state counts are the sequences' and checkpoints'; the bytes include
+  // the snapshots' reserve (live: the snapshots held).
+  stats.states_total = states_.total() - snapshots_.capacity();
+  stats.states_used = states_.used() - snapshots_.capacity();
   stats.bytes_allocated = static_cast<uint64_t>(sequences_.size()) * block_bytes +
                           static_cast<uint64_t>(states_.used()) * state_bytes;
-  stats.bytes_live = live_tokens * token_bytes + static_cast<uint64_t>(states_.used()) * state_bytes;
+  stats.bytes_live = live_tokens * token_bytes +
+                     static_cast<uint64_t>(states_.used() - snapshots_.idle_slots()) * state_bytes;
   stats.bytes_reserved = static_cast<uint64_t>(max_sequences_) * block_bytes +
                          static_cast<uint64_t>(states_.total()) * state_bytes;
   return stats;

@@ -10,7 +10,8 @@
 //   k[max_sequences][max_context][n_kv_head][head_dim]
 // A sequence's block table is the single entry {its slot}. Recurrent layers'
 // state lives in state slots: one per sequence, plus `checkpoints` more for
-// saved states.
+// saved states, plus `prefix_snapshots` for the prefix cache of a model
+// whose layers are all recurrent (state_snapshots.hpp).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "checkpoints.hpp"
 #include "memory_layout.hpp"
 #include "recurrent_states.hpp"
+#include "state_snapshots.hpp"
 #include "tessera/params.hpp"
 #include "tessera/sequence_memory.hpp"
 
@@ -49,6 +51,9 @@ class ContiguousKvCache final : public SequenceMemory {
   Result<CheckpointId> checkpoint(SeqId seq) noexcept override;
   Status restore(SeqId seq, CheckpointId checkpoint) noexcept override;
   void drop_checkpoint(SeqId seq, CheckpointId checkpoint) noexcept override;
+  int32_t reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept override;
+  void record_tokens(SeqId seq, std::span<const int32_t> tokens) noexcept override;
+  int32_t prefix_granularity() const noexcept override;
 
   int32_t context() const { return context_; }
 
@@ -71,6 +76,7 @@ class ContiguousKvCache final : public SequenceMemory {
   int64_t memory_cap_ = 0;         // 0 = no cap
   DType dtype_ = DType::f32;       // of every K and V element
   int64_t checkpoint_slots_ = 0;   // recurrent state slots beyond one per sequence
+  memory::SnapshotSettings snapshot_settings_;
 
   // Set by configure().
   bool configured_ = false;
@@ -81,6 +87,8 @@ class ContiguousKvCache final : public SequenceMemory {
   std::vector<bool> slot_used_;          // [max_sequences]
   memory::RecurrentStates states_;
   memory::CheckpointTable checkpoints_;
+  memory::StateSnapshots snapshots_;  // off unless every layer is recurrent
+  int64_t prefix_hit_tokens_ = 0;
   std::unordered_map<SeqId, Sequence> sequences_;  // node-stable: block_table spans stay valid
   SeqId next_id_ = 0;
 };

@@ -280,10 +280,12 @@ TEST(ContiguousKvCache, ConstructorRejectsValuesTheCoreWouldHaveRefused) {
 
 // ---- the memory contract beyond K/V (tests/plugins/memory_conformance.hpp)
 
-test::MakeMemory maker(int64_t max_sequences, int64_t checkpoints = 0) {
+test::MakeMemory maker(int64_t max_sequences, int64_t checkpoints = 0, int64_t snapshots = 0, int64_t interval = 256) {
   return [=](const SequenceStateSpec& spec) -> std::unique_ptr<SequenceMemory> {
     ParamValues p = params(max_sequences);
     p.set("checkpoints", checkpoints);
+    p.set("prefix_snapshots", snapshots);
+    p.set("snapshot_interval", interval);
     auto cache = std::make_unique<ContiguousKvCache>(p);
     const Status st = cache->configure(spec);
     EXPECT_TRUE(st.ok()) << st.message();
@@ -296,7 +298,9 @@ TEST(ContiguousKvCache, Admission) { test::expect_admission(maker(2), 64); }
 TEST(ContiguousKvCache, RecurrentStates) { test::expect_recurrent_states(maker(4)); }
 TEST(ContiguousKvCache, RecurrentStateSlotsRunOutCleanly) {
   test::expect_state_slots_run_out_cleanly(maker(3, 2), 3, 2);
+  test::expect_state_slots_run_out_cleanly(maker(3, 2, 4), 3, 2);  // the snapshots' slots are their own
 }
+TEST(ContiguousKvCache, StatePrefixCache) { test::expect_state_prefix_cache(maker(8, 0, 2, 4)); }
 
 TEST(ContiguousKvCache, BuiltLibraryLoadsAndDescribesThePlugin) {
   test::LoadedLibrary loaded = test::load_built_plugin("libtessera_kvcache_contiguous.so");

@@ -23,6 +23,11 @@
 
 namespace tessera::plugins::paged {
 
+// The prefix-cache keys are shared with the recurrent state snapshots (kvcache/common).
+using memory::BlockKey;
+using memory::BlockKeyHash;
+using memory::chain_block_key;
+
 class BlockPool {
  public:
   static constexpr int32_t kNone = -1;

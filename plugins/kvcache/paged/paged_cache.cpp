@@ -44,6 +44,7 @@ PagedKvCache::PagedKvCache(const ParamValues& params)
   if (checkpoint_slots_ < 0 || checkpoint_slots_ > std::numeric_limits<int32_t>::max() - max_sequences_)
     throw std::invalid_argument("paged kvcache: checkpoints must be in [0, 2^31 - max_sequences)");
   if (checkpoint_slots_ == 0) checkpoint_slots_ = max_sequences_;
+  snapshot_settings_ = memory::snapshot_settings(params, "paged kvcache");
 }
 
 Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
@@ -55,16 +56,21 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
     // Recurrent state slots come out of `memory` first: half of it when the
     // model also has attention layers, all of it otherwise.
     uint64_t memory_left = static_cast<uint64_t>(memory_);
-    int64_t state_slots = 0;
+    // Snapshots (all-recurrent models only) get the slots the memory holds
+    // beyond what the sequences and their checkpoints may take.
+    int64_t state_slots = 0, snapshot_slots = 0;
     const uint64_t slot_bytes = spec.state_bytes_per_sequence();
     if (layout->recurrent) {
       const uint64_t budget = layout->n_attention_layers > 0 ? memory_left / 2 : memory_left;
-      state_slots = std::min<int64_t>(max_sequences_ + checkpoint_slots_, static_cast<int64_t>(budget / slot_bytes));
+      const int64_t wanted = layout->n_attention_layers == 0 ? snapshot_settings_.capacity : 0;
+      state_slots = std::min<int64_t>(max_sequences_ + checkpoint_slots_ + wanted,
+                                      static_cast<int64_t>(budget / slot_bytes));
       if (state_slots < 1) {
         return InvalidArgument("paged kvcache: memory " + format_bytes(static_cast<uint64_t>(memory_)) +
                                " cannot hold one recurrent state of " + std::to_string(slot_bytes) +
                                " bytes; raise memory");
       }
+      snapshot_slots = std::max<int64_t>(0, state_slots - max_sequences_ - checkpoint_slots_);
       memory_left -= static_cast<uint64_t>(state_slots) * slot_bytes;
     }
 
@@ -118,6 +124,7 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
         limits, [pools](int32_t src, int32_t dst, int32_t rows) { pools->copy_rows(src, dst, rows); });
     storage_ = std::move(storage);
     states_ = std::move(states);
+    snapshots_ = memory::StateSnapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states_);
     layout_ = std::move(layout).value();
     max_context_ = spec.max_context;
     block_bytes_ = block_bytes;
@@ -291,16 +298,18 @@ MemoryStats PagedKvCache::stats() const noexcept {
     stats.blocks_total = pool.total();
     stats.blocks_used = pool.used_count();
   }
-  stats.states_total = states_.total();
-  stats.states_used = states_.used();
+  // The state counts are the sequences' and checkpoints'; the bytes include
+  // the snapshots' reserve (live: the snapshots held).
+  stats.states_total = states_.total() - snapshots_.capacity();
+  stats.states_used = states_.used() - snapshots_.capacity();
   stats.bytes_reserved = static_cast<uint64_t>(pool.total()) * block_bytes_ +
                          static_cast<uint64_t>(states_.total()) * state_bytes;
   stats.bytes_allocated = static_cast<uint64_t>(pool.used_count()) * block_bytes_ +
                           static_cast<uint64_t>(states_.used()) * state_bytes;
-  stats.prefix_hit_tokens = manager_->prefix_hit_tokens();
+  stats.prefix_hit_tokens = manager_->prefix_hit_tokens() + snapshot_hit_tokens_;
   try {
     stats.bytes_live = static_cast<uint64_t>(manager_->live_tokens()) * layout_.kv_bytes_per_token(kv_element_bytes(dtype_)) +
-                       static_cast<uint64_t>(states_.used()) * state_bytes;
+                       static_cast<uint64_t>(states_.used() - snapshots_.idle_slots()) * state_bytes;
   } catch (...) {
     // live_tokens() needs one int per block; without it the figure stays 0.
   }
@@ -308,22 +317,39 @@ MemoryStats PagedKvCache::stats() const noexcept {
 }
 
 int32_t PagedKvCache::reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept {
-  // A recurrent state at the end of a shared prefix is not kept: no reuse.
-  if (!manager_ || layout_.recurrent) return 0;
+  if (!manager_) return 0;
   try {
-    return manager_->reuse_prefix(seq, tokens);
+    if (!layout_.recurrent) return manager_->reuse_prefix(seq, tokens);
+    // An all-recurrent model: the state snapshot of a shared prefix (none
+    // for a model with attention layers too).
+    const auto own = state_slot_.find(seq);
+    if (own == state_slot_.end() || manager_->length(seq) != 0) return 0;
+    const memory::StateSnapshots::Hit hit = snapshots_.find(tokens);
+    if (hit.length == 0 || !manager_->append_slots(seq, hit.length).ok()) return 0;
+    states_.copy(hit.slot, own->second);
+    snapshot_hit_tokens_ += hit.length;
+    return hit.length;
   } catch (...) {
-    return 0;  // reuse_prefix changes nothing before its last allocation, so "no hit" is true
+    return 0;  // nothing changes before the last step that can fail, so "no hit" is true
   }
 }
 
 void PagedKvCache::record_tokens(SeqId seq, std::span<const int32_t> tokens) noexcept {
   if (!manager_) return;
   try {
-    manager_->record_tokens(seq, tokens);
+    if (!layout_.recurrent) return manager_->record_tokens(seq, tokens);
+    // The state follows exactly these tokens only when the sequence holds no
+    // more (draft tokens not yet rolled back).
+    const auto own = state_slot_.find(seq);
+    if (own != state_slot_.end() && tokens.size() == static_cast<size_t>(manager_->length(seq)))
+      snapshots_.record(tokens, states_, own->second);
   } catch (...) {
     // Publishing is an optimization; a failed publish only costs a future hit.
   }
+}
+
+int32_t PagedKvCache::prefix_granularity() const noexcept {
+  return snapshots_.enabled() ? snapshots_.interval() : 0;
 }
 
 }  // namespace tessera::plugins

@@ -19,6 +19,7 @@
 #include "checkpoints.hpp"
 #include "memory_layout.hpp"
 #include "recurrent_states.hpp"
+#include "state_snapshots.hpp"
 #include "tessera/params.hpp"
 #include "tessera/sequence_memory.hpp"
 
@@ -49,6 +50,7 @@ class PagedKvCache final : public SequenceMemory {
   void drop_checkpoint(SeqId seq, CheckpointId checkpoint) noexcept override;
   int32_t reuse_prefix(SeqId seq, std::span<const int32_t> tokens) noexcept override;
   void record_tokens(SeqId seq, std::span<const int32_t> tokens) noexcept override;
+  int32_t prefix_granularity() const noexcept override;
 
   int32_t block_size() const { return block_size_; }
   // Null before configure(); exposed for tests and diagnostics.
@@ -63,6 +65,7 @@ class PagedKvCache final : public SequenceMemory {
   int64_t max_sequences_ = 256;
   DType dtype_ = DType::f32;  // of every K and V element
   int64_t checkpoint_slots_ = 0;  // recurrent state slots beyond one per sequence
+  memory::SnapshotSettings snapshot_settings_;
 
   // Set by configure().
   memory::MemoryLayout layout_;
@@ -73,6 +76,10 @@ class PagedKvCache final : public SequenceMemory {
   memory::RecurrentStates states_;
   std::unordered_map<SeqId, int32_t> state_slot_;  // recurrent models: each sequence's state slot
   memory::CheckpointTable checkpoints_;
+  // The prefix cache of a model whose layers are all recurrent (the block
+  // manager's serves attention layers).
+  memory::StateSnapshots snapshots_;
+  int64_t snapshot_hit_tokens_ = 0;
 };
 
 }  // namespace tessera::plugins

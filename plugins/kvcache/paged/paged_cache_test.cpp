@@ -64,7 +64,7 @@ void append_tagged(PagedKvCache& cache, SeqId seq, int32_t n, float first_tag) {
 
 TEST(PagedKvCache, EntryDeclaresItsParametersAndTheFactoryWorks) {
   const PluginInfo& info = test::expect_single_plugin(paged_kvcache_entry(), PluginFamily::kvcache, "paged");
-  ASSERT_EQ(info.param_count, 5u);
+  ASSERT_EQ(info.param_count, 7u);
   EXPECT_STREQ(info.params[0].name, "block_size");
   EXPECT_STREQ(info.params[0].default_value, "16");
   EXPECT_STREQ(info.params[1].name, "memory");
@@ -74,6 +74,8 @@ TEST(PagedKvCache, EntryDeclaresItsParametersAndTheFactoryWorks) {
   EXPECT_STREQ(info.params[2].name, "max_sequences");
   EXPECT_STREQ(info.params[2].default_value, "256");
   EXPECT_STREQ(info.params[4].name, "checkpoints");
+  EXPECT_STREQ(info.params[5].name, "prefix_snapshots");
+  EXPECT_STREQ(info.params[6].name, "snapshot_interval");
 
   // test::default_params reads plain integers only, so the 512MiB default is spelled out here.
   ParamValues values = params(16, 512ll << 20, 256);
@@ -274,10 +276,13 @@ TEST(PagedKvCache, ConstructorRejectsValuesTheCoreWouldHaveRefused) {
 
 // ---- the memory contract beyond K/V (tests/plugins/memory_conformance.hpp)
 
-test::MakeMemory maker(int64_t memory, int64_t max_sequences, int64_t checkpoints = 0) {
+test::MakeMemory maker(int64_t memory, int64_t max_sequences, int64_t checkpoints = 0, int64_t snapshots = 0,
+                       int64_t interval = 256) {
   return [=](const SequenceStateSpec& spec) -> std::unique_ptr<SequenceMemory> {
     ParamValues p = params(4, memory, max_sequences);
     p.set("checkpoints", checkpoints);
+    p.set("prefix_snapshots", snapshots);
+    p.set("snapshot_interval", interval);
     auto cache = std::make_unique<PagedKvCache>(p);
     const Status st = cache->configure(spec);
     EXPECT_TRUE(st.ok()) << st.message();
@@ -291,7 +296,9 @@ TEST(PagedKvCache, Admission) { test::expect_admission(maker(40 * 4 * 128, 8), 1
 TEST(PagedKvCache, RecurrentStates) { test::expect_recurrent_states(maker(1 << 20, 8)); }
 TEST(PagedKvCache, RecurrentStateSlotsRunOutCleanly) {
   test::expect_state_slots_run_out_cleanly(maker(1 << 20, 3, 2), 3, 2);
+  test::expect_state_slots_run_out_cleanly(maker(1 << 20, 3, 2, 4), 3, 2);  // the snapshots' slots are their own
 }
+TEST(PagedKvCache, StatePrefixCache) { test::expect_state_prefix_cache(maker(1 << 20, 8, 0, 2, 4)); }
 
 TEST(PagedKvCache, RecurrentStatesShareTheMemoryBudget) {
   // 2 layers x (6 + 10) floats = 128 bytes a state. All of 1 KiB goes to
@@ -305,6 +312,8 @@ TEST(PagedKvCache, RecurrentStatesShareTheMemoryBudget) {
   PagedKvCache capped(params(4, 1 << 20, 2));
   ASSERT_TRUE(capped.configure(owned.spec()).ok());
   EXPECT_EQ(capped.stats().states_total, 4) << "2 sequences and 2 checkpoints";
+  EXPECT_EQ(small.prefix_granularity(), 0) << "snapshots get only slots beyond the sequences' and checkpoints'";
+  EXPECT_EQ(capped.prefix_granularity(), 256) << "8 snapshots beside them";
   PagedKvCache tiny(params(4, 100, 2));
   EXPECT_EQ(tiny.configure(owned.spec()).code(), StatusCode::invalid_argument) << "not even one state fits";
   // A hybrid gives states half the memory, K/V blocks the rest.

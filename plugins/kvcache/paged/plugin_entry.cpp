@@ -14,6 +14,8 @@ constexpr ParamSpec kPagedParams[] = {
     param_string("dtype", "\"f32\"", "f32|f16", "element type of K and V; f16 halves the memory and the bytes attention reads"),
     param_int("checkpoints", "0", 0, 2147483647.0,
               "recurrent models: saved states held at once (rollback of rejected draft tokens); 0 = max_sequences"),
+    memory::kPrefixSnapshotsParam,
+    memory::kSnapshotIntervalParam,
 };
 
 constexpr PluginInfo kPagedInfo{

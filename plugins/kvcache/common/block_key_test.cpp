@@ -9,7 +9,7 @@
 
 #include "block_key.hpp"
 
-namespace tessera::plugins::paged {
+namespace tessera::plugins::memory {
 namespace {
 
 std::string hex(const Sha256Digest& d) {
@@ -87,4 +87,4 @@ TEST(BlockKey, DependsOnTheTokensAndTheWholeChainBeforeThem) {
 }
 
 }  // namespace
-}  // namespace tessera::plugins::paged
+}  // namespace tessera::plugins::memory

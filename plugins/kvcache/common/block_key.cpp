@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tessera::plugins::paged {
+namespace tessera::plugins::memory {
 namespace {
 
 // Throws for a failed libcrypto call, with OpenSSL's reason when it left one,
@@ -100,4 +100,4 @@ BlockKey chain_block_key(const std::optional<BlockKey>& parent, std::span<const 
   return hasher.finish();
 }
 
-}  // namespace tessera::plugins::paged
+}  // namespace tessera::plugins::memory

@@ -19,7 +19,7 @@
 #include <optional>
 #include <span>
 
-namespace tessera::plugins::paged {
+namespace tessera::plugins::memory {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 using BlockKey = Sha256Digest;
@@ -41,4 +41,4 @@ struct BlockKeyHash {
   }
 };
 
-}  // namespace tessera::plugins::paged
+}  // namespace tessera::plugins::memory
