@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
+#include "tessera/half.hpp"
 
 namespace tessera::test {
 namespace {
@@ -248,12 +251,12 @@ TEST_P(MambaModels, ForwardLogitsAreBitIdenticalAloneBesideAnotherAndInChunks) {
 
 // The prefix cache of a recurrent model: a prompt that starts with an
 // earlier sequence's tokens (a conversation's next turn) continues from the
-// state snapshot kept there (every 8 tokens here), computing only the rest,
+// state snapshot kept there (every 16 tokens here), computing only the rest,
 // and generates the ids it generates with no snapshots at all.
 TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
   const std::vector<int32_t> text = heldout_ids();
   ASSERT_GE(text.size(), 40u);
-  auto cached = open_mamba(gguf(), {{"kvcache", "prefix_snapshots", "4"}, {"kvcache", "snapshot_interval", "8"}});
+  auto cached = open_mamba(gguf(), {{"kvcache", "prefix_snapshots", "4"}, {"kvcache", "snapshot_interval", "16"}});
   auto uncached = open_mamba(gguf(), {{"kvcache", "prefix_snapshots", "0"}});
   ASSERT_NE(cached, nullptr);
   ASSERT_NE(uncached, nullptr);
@@ -264,8 +267,8 @@ TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
     EXPECT_EQ(a->metrics.token_ids, b->metrics.token_ids);
     return a.ok() ? a->metrics.token_ids : std::vector<int32_t>{};
   };
-  // 30 tokens are prefilled as 24 (a chunk ends on a multiple of 8) and 6;
-  // decoding then passes 32 and 40: snapshots at 24, 32 and 40.
+  // 30 tokens are prefilled as 16 (a chunk ends on a multiple of 16) and 14;
+  // decoding then passes 32: snapshots at 16 and 32.
   std::vector<int32_t> turn(text.begin(), text.begin() + 30);
   const std::vector<int32_t> reply = both(turn);
   ASSERT_EQ(reply.size(), 16u);
@@ -274,7 +277,7 @@ TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
   turn.insert(turn.end(), reply.begin(), reply.end());
   turn.insert(turn.end(), text.begin() + 30, text.begin() + 36);
   both(turn);
-  EXPECT_EQ(cached->memory().stats().prefix_hit_tokens, 40);
+  EXPECT_EQ(cached->memory().stats().prefix_hit_tokens, 32);
   EXPECT_EQ(uncached->memory().stats().prefix_hit_tokens, 0);
 }
 
@@ -329,6 +332,94 @@ TEST_P(MambaModels, ADraftModelOnAMambaTargetKeepsItsIds) {
               static_cast<long long>(drafted), static_cast<long long>(accepted));
   EXPECT_GT(accepted, 0);
   EXPECT_LT(accepted, drafted);
+}
+
+// A copy of a checked-in Hugging Face folder whose safetensors hold every
+// f32 tensor as `dtype` ("F16" or "BF16"), or, with `as_f32`, as F32 values
+// rounded to that type: the same numbers stored the two ways.
+fs::path hf_copy_in(const std::string& folder, const std::string& dtype, bool as_f32) {
+  const fs::path dir = fs::temp_directory_path() /
+                       fmt::format("tessera-mamba-{}-{}{}-{}", folder, dtype, as_f32 ? "-as-f32" : "", getpid());
+  fs::remove_all(dir);
+  fs::copy(kData / folder, dir, fs::copy_options::recursive);
+  std::ifstream in(kData / folder / "model.safetensors", std::ios::binary);
+  uint64_t header_bytes = 0;
+  in.read(reinterpret_cast<char*>(&header_bytes), 8);
+  std::string header_text(header_bytes, '\0');
+  in.read(header_text.data(), static_cast<std::streamsize>(header_bytes));
+  const nlohmann::json header = nlohmann::json::parse(header_text);
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto round = [&](float v) {
+    return dtype == "F16" ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v));
+  };
+  nlohmann::json out_header = nlohmann::json::object();
+  std::string out_data;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      out_header[name] = entry;
+      continue;
+    }
+    EXPECT_EQ(entry["dtype"], "F32") << name;
+    const auto begin = entry["data_offsets"][0].get<size_t>(), end = entry["data_offsets"][1].get<size_t>();
+    std::vector<float> values((end - begin) / 4);
+    std::memcpy(values.data(), data.data() + begin, end - begin);
+    const size_t at = out_data.size();
+    for (const float v : values) {
+      if (as_f32) {
+        const float r = round(v);
+        out_data.append(reinterpret_cast<const char*>(&r), 4);
+      } else {
+        const uint16_t h = dtype == "F16" ? f32_to_f16(v) : f32_to_bf16(v);
+        out_data.append(reinterpret_cast<const char*>(&h), 2);
+      }
+    }
+    out_header[name] = {{"dtype", as_f32 ? "F32" : dtype}, {"shape", entry["shape"]},
+                        {"data_offsets", {at, out_data.size()}}};
+  }
+  const std::string text = out_header.dump();
+  const uint64_t text_bytes = text.size();
+  std::ofstream out(dir / "model.safetensors", std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&text_bytes), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.write(out_data.data(), static_cast<std::streamsize>(out_data.size()));
+  return dir;
+}
+
+// Folders stored in f16 and bf16 (as transformers saves them with
+// torch_dtype) run through the same code: their logits are those of the
+// same values stored as f32, and stay near the f32 model's.
+TEST_P(MambaModels, HalfPrecisionFoldersGiveTheirValuesLogits) {
+  const std::vector<int32_t> heldout = heldout_ids();
+  ASSERT_GE(heldout.size(), 48u);
+  const std::vector<int32_t> ids(heldout.begin(), heldout.begin() + 48);
+  const auto logits_of = [&](const fs::path& folder) {
+    auto session = open_mamba(folder.string());
+    EXPECT_NE(session, nullptr);
+    auto logits = session ? session->score(ids) : Result<std::vector<float>>(Internal("no session"));
+    EXPECT_TRUE(logits.ok()) << logits.status().message();
+    return logits.ok() ? *logits : std::vector<float>{};
+  };
+  const auto relative = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < b.size() && i < a.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+    }
+    return a.size() == b.size() && scale > 0 ? diff / scale : 1.0;
+  };
+  const std::vector<float> full = logits_of(kData / (GetParam() + "-hf"));
+  for (const std::string dtype : {"F16", "BF16"}) {
+    const fs::path half = hf_copy_in(GetParam() + "-hf", dtype, false);
+    const fs::path rounded = hf_copy_in(GetParam() + "-hf", dtype, true);
+    const std::vector<float> from_half = logits_of(half), from_rounded = logits_of(rounded);
+    const double same_values = relative(from_half, from_rounded), against_f32 = relative(from_half, full);
+    std::printf("%s %s: logits %.1e from the same values in f32, %.1e from the f32 model\n", GetParam().c_str(),
+                dtype.c_str(), same_values, against_f32);
+    EXPECT_LT(same_values, 1e-5) << dtype;
+    EXPECT_LT(against_f32, dtype == "F16" ? 1e-2 : 5e-2) << dtype;
+    fs::remove_all(half);
+    fs::remove_all(rounded);
+  }
 }
 
 // A broken copy of a checked-in model: a tensor left out, a key set, or a

@@ -24,7 +24,8 @@ Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
   }
   // A memory that keeps prefixes only where steps end (recurrent state
   // snapshots) gets chunks that end on its multiples: a chunk crossing one
-  // stops there, and the rest follows in the next step.
+  // stops at the first, so every multiple a prompt passes is kept (a shared
+  // system prompt of 300 tokens is found at 256 whatever follows it).
   const int32_t granularity = provides(memory_, 5) ? memory_.prefix_granularity() : 0;
   for (Request* r : requests.running) {
     if (budget <= 0) break;
@@ -32,8 +33,8 @@ Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
     if (left <= 1) continue;
     int32_t n = std::min(left, budget);
     if (granularity > 0) {
-      const int32_t aligned_end = (r->n_computed + n) / granularity * granularity;
-      if (aligned_end > r->n_computed) n = aligned_end - r->n_computed;
+      const int64_t next = (static_cast<int64_t>(r->n_computed) / granularity + 1) * granularity;
+      if (r->n_computed + n > next) n = static_cast<int32_t>(next - r->n_computed);
     }
     budget -= n;
     plan.items.push_back({r, n, n == left ? 1 : 0, 0});

@@ -68,7 +68,7 @@ TEST_F(StepPlannerTest, PromptChunksEndOnTheMemorysPrefixGranularity) {
   FakeMemory memory(4, 100, 1000, /*recurrent=*/true);
   memory.granularity = 4;
   SchedulerConfig config;
-  config.max_batch_tokens = 7;
+  config.max_batch_tokens = 9;
   StepPlanner planner(memory, 1000, config, nullptr, false);
   Request& a = add({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   std::vector<int32_t> chunks;
@@ -79,7 +79,7 @@ TEST_F(StepPlannerTest, PromptChunksEndOnTheMemorysPrefixGranularity) {
     chunks.push_back(plan->items[0].n_tokens);
     a.n_computed += plan->items[0].n_tokens;
   }
-  // 7 would cross 4: cut there; then 4..8 (the budget's 7 would cross 8); then
+  // The budget's 9 would pass 4 and 8: cut at the first, 4; then 4..8; then
   // the prompt's last 3 tokens (no multiple of 4 inside 8..11).
   EXPECT_EQ(chunks, (std::vector<int32_t>{4, 4, 3}));
 }

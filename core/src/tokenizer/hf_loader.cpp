@@ -117,14 +117,15 @@ Status read_sentencepiece_text_rules(const Ctx& ctx, const json& root, Tokenizer
   std::string scheme;
   if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
     const json& p = root["pre_tokenizer"];
-    // Metaspace splits at every space unless "split" is false (its default
-    // is true); a split text would need SentencePiece to encode word by word.
     if (!p.is_object() || p.value("type", std::string()) != "Metaspace" ||
-        p.value("replacement", std::string()) != kSpaceMark || !p.contains("split") || p["split"] != false)
+        p.value("replacement", std::string()) != kSpaceMark)
       return Unsupported(ctx.source + ": a SentencePiece tokenizer's pre-tokenizer must be a Metaspace with "
-                         "\"split\": false");
+                         "replacement U+2581");
     metaspace = replace = true;
-    scheme = p.value("prepend_scheme", std::string(p.value("add_prefix_space", true) ? "always" : "never"));
+    // "split" defaults to true (older files have no such key and split).
+    spec.split_at_space_marks = p.value("split", true);
+    // add_prefix_space = false means no prefix whatever prepend_scheme says.
+    scheme = p.value("add_prefix_space", true) ? p.value("prepend_scheme", std::string("always")) : "never";
     if (scheme != "always" && scheme != "first" && scheme != "never")
       return Unsupported(ctx.source + ": Metaspace prepend_scheme '" + scheme + "' is not supported");
   }

@@ -149,7 +149,14 @@ void Tokenizer::Impl::encode_raw(std::string_view text, bool prefix_space, std::
     std::string escaped = prefix_space ? " " : "";
     escaped += text;
     replace_all(escaped, " ", kSpmSpace);
-    spm_encode(vocab, escaped, unk_opt(), out);
+    if (!spec.split_at_space_marks) return spm_encode(vocab, escaped, unk_opt(), out);
+    const std::string_view all(escaped);
+    for (size_t start = 0; start < all.size();) {
+      const size_t next = all.find(kSpmSpace, start + 1);
+      const size_t end = next == std::string_view::npos ? all.size() : next;
+      spm_encode(vocab, all.substr(start, end - start), unk_opt(), out);
+      start = end;
+    }
     return;
   }
   for (const auto piece : splitter->split(text)) {
@@ -182,7 +189,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, std::optional<bool
     } else {
       const bool prefix = m.add_space_prefix && prev_special &&
                           !(m.spec.space_prefix_first_segment_only && !at_start) &&
-                          !(m.spec.space_prefix_unless_space && f.text.starts_with(' '));
+                          !(m.spec.space_prefix_unless_space &&
+                            (f.text.starts_with(' ') || f.text.starts_with(kSpmSpace)));
       m.encode_raw(f.text, prefix, out);
       prev_special = false;
     }

@@ -167,6 +167,8 @@ TEST(TokenizerJson, SentencePieceBpeMergesByRankWithByteFallback) {
   }
 }
 
+std::string sp_mark() { return "\xE2\x96\x81"; }
+
 // The rules tokenizers' Metaspace applies (checked against the `tokenizers`
 // package on these strings): no space before a segment that starts with one;
 // "first" puts one only at the text's start, "always" after special tokens
@@ -188,6 +190,7 @@ TEST(TokenizerJson, SentencePieceSpacePrefixFollowsTheFilesRules) {
   EXPECT_EQ(encode(first, " ab"), (Ids{8}));
   EXPECT_EQ(encode(first, "<s>ab"), (Ids{1, 7}));
   EXPECT_EQ(encode(first, "ab<s> ab"), (Ids{8, 1, 8}));
+  EXPECT_EQ(encode(first, sp_mark() + "ab"), (Ids{8})) << "a literal U+2581 counts as a leading space";
 
   json always = sentencepiece_json(true);
   always["pre_tokenizer"]["prepend_scheme"] = "always";
@@ -200,6 +203,29 @@ TEST(TokenizerJson, SentencePieceSpacePrefixFollowsTheFilesRules) {
   EXPECT_EQ(encode(never, " ab"), (Ids{8}));
 }
 
+// A Metaspace that splits (its default; older files have no "split" key)
+// encodes each piece from one U+2581 to the next alone, so "b▁" cannot form
+// across a space; add_prefix_space = false means no prefix.
+TEST(TokenizerJson, SentencePieceMetaspaceThatSplitsEncodesWordByWord) {
+  const std::string sp = "\xE2\x96\x81";
+  json j = sentencepiece_json(true);
+  j["model"]["vocab"]["b" + sp] = 10;
+  j["model"]["merges"].push_back("b " + sp);
+  const json config = {{"bos_token", "<s>"}};
+  auto whole = load(j, config);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->encode("b ", false), (Ids{3, 10}));
+  j["pre_tokenizer"].erase("split");
+  auto split = load(j, config);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->encode("b ", false), (Ids{3, 5, 3}));
+  EXPECT_EQ(split->encode("ab ab", false), (Ids{8, 8}));
+  j["pre_tokenizer"]["add_prefix_space"] = false;
+  auto no_prefix = load(j, config);
+  ASSERT_TRUE(no_prefix.ok()) << no_prefix.status().message();
+  EXPECT_EQ(no_prefix->encode("ab", false), (Ids{7}));
+}
+
 TEST(TokenizerJson, SentencePieceFilesItCannotFollowAreRefused) {
   const auto expect_refused = [](const json& j, const std::string& fragment) {
     auto spec = tokenizer_spec_from_hf_json(j.dump(), "", "test/tokenizer.json");
@@ -207,9 +233,6 @@ TEST(TokenizerJson, SentencePieceFilesItCannotFollowAreRefused) {
     EXPECT_EQ(spec.status().code(), StatusCode::unsupported);
     EXPECT_NE(spec.status().message().find(fragment), std::string::npos) << spec.status().message();
   };
-  json splits = sentencepiece_json(true);
-  splits["pre_tokenizer"].erase("split");  // Metaspace's default splits at spaces
-  expect_refused(splits, "\"split\": false");
   json scheme = sentencepiece_json(true);
   scheme["pre_tokenizer"]["prepend_scheme"] = "sometimes";
   expect_refused(scheme, "prepend_scheme 'sometimes'");

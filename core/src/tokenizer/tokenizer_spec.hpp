@@ -61,6 +61,9 @@ struct TokenizerSpec {
   // normalizer put it before every segment, whatever it starts with.
   bool space_prefix_unless_space = false;
   bool space_prefix_first_segment_only = false;
+  // SPM, a Metaspace that splits: the text is cut before every U+2581 and
+  // each piece encoded alone (no piece then joins across a space).
+  bool split_at_space_marks = false;
 
   std::string chat_template;  // tokenizer.chat_template, "" if none
 };

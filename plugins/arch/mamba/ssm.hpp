@@ -35,7 +35,8 @@ struct MutableRows {
 // where inputs before the sequence's first token are zero. `window` [d_conv - 1,
 // channels] holds the inputs of the d_conv - 1 tokens before t = 0, oldest
 // first, and is left holding those before t = n. weight: [d_conv, channels]
-// (tap-major); bias: [channels].
+// (tap-major); bias: [channels]. `out` must not overlap `in` (a token's
+// output is built in place before its input is read).
 void causal_conv_silu(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv, const float* weight,
                       const float* bias, float* window, int64_t c0, int64_t c1);
 

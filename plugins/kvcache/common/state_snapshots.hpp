@@ -33,8 +33,8 @@ inline constexpr ParamSpec kPrefixSnapshotsParam =
               "recurrent models: states kept for reuse by later prompts that share their first tokens (prefix "
               "cache); 0 = none");
 inline constexpr ParamSpec kSnapshotIntervalParam =
-    param_int("snapshot_interval", "256", 1, 1048576,
-              "recurrent models: tokens between snapshots; prompts are prefilled in chunks ending on its multiples");
+    param_int("snapshot_interval", "256", 16, 1048576,
+              "recurrent models: tokens between snapshots; a prompt's prefill chunks end on its multiples");
 
 struct SnapshotSettings {
   int32_t capacity = 8;

@@ -61,30 +61,41 @@ Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
     }
 
     // K/V bytes = max_sequences * context * kv_bytes_per_token, plus the
-    // recurrent state slots, checked for overflow.
+    // recurrent state slots (sequences and checkpoints), checked for overflow.
     uint64_t block_bytes = 0;
     uint64_t kv_bytes = 0;
     uint64_t state_bytes = 0;
     const uint64_t token_bytes = layout->kv_bytes_per_token(kv_element_bytes(dtype_));
-    // Snapshots of a model with attention layers too would need its K/V rows
-    // kept with them: only all-recurrent models get them.
-    const int64_t snapshot_slots = layout->recurrent && layout->n_attention_layers == 0 ? snapshot_settings_.capacity : 0;
-    const int64_t state_slots = layout->recurrent ? max_sequences_ + checkpoint_slots_ + snapshot_slots : 0;
+    const int64_t own_slots = layout->recurrent ? max_sequences_ + checkpoint_slots_ : 0;
     const uint64_t slot_bytes = spec.state_bytes_per_sequence();
     if (!checked_mul(static_cast<uint64_t>(context), token_bytes, &block_bytes) ||
         !checked_mul(block_bytes, static_cast<uint64_t>(max_sequences_), &kv_bytes) ||
-        !checked_mul(slot_bytes, static_cast<uint64_t>(state_slots), &state_bytes) || kv_bytes + state_bytes < kv_bytes) {
+        !checked_mul(slot_bytes, static_cast<uint64_t>(own_slots), &state_bytes) || kv_bytes + state_bytes < kv_bytes) {
       return InvalidArgument("contiguous kvcache: the pools' size overflows 64 bits; lower max_sequences or max_context");
     }
-    const uint64_t total_bytes = kv_bytes + state_bytes;
+    uint64_t total_bytes = kv_bytes + state_bytes;
     if (memory_cap_ > 0 && total_bytes > static_cast<uint64_t>(memory_cap_)) {
       return InvalidArgument("contiguous kvcache: " + std::to_string(max_sequences_) + " sequences x " +
                              std::to_string(context) + " tokens x " + std::to_string(token_bytes) +
-                             " bytes per token + " + std::to_string(state_slots) + " states x " +
+                             " bytes per token + " + std::to_string(own_slots) + " states x " +
                              std::to_string(slot_bytes) + " bytes = " + std::to_string(total_bytes) +
                              " bytes, more than memory = " + std::to_string(memory_cap_) +
                              "; lower max_sequences or max_context, or raise memory");
     }
+    // Snapshots of a model with attention layers too would need its K/V rows
+    // kept with them: only all-recurrent models get them, as many as
+    // prefix_snapshots asks and `memory` (if set) holds beside the rest.
+    int64_t snapshot_slots = layout->recurrent && layout->n_attention_layers == 0 ? snapshot_settings_.capacity : 0;
+    snapshot_slots = std::min<int64_t>(snapshot_slots, std::numeric_limits<int32_t>::max() - own_slots);  // slot ids are int32
+    if (memory_cap_ > 0 && slot_bytes > 0)
+      snapshot_slots = std::min<int64_t>(snapshot_slots,
+                                         static_cast<int64_t>((static_cast<uint64_t>(memory_cap_) - total_bytes) / slot_bytes));
+    uint64_t snapshot_bytes = 0;
+    if (!checked_mul(slot_bytes, static_cast<uint64_t>(snapshot_slots), &snapshot_bytes) ||
+        total_bytes + snapshot_bytes < total_bytes)
+      return InvalidArgument("contiguous kvcache: the snapshots' size overflows 64 bits; lower prefix_snapshots");
+    total_bytes += snapshot_bytes;
+    const int64_t state_slots = own_slots + snapshot_slots;
 
     // One K and one V pool per attention layer: [max_sequences, context, n_kv_head, head_dim] of dtype_.
     const auto n_pools = static_cast<size_t>(layout->n_attention_layers);
@@ -102,15 +113,16 @@ Status ContiguousKvCache::configure(const SequenceStateSpec& spec) noexcept {
       states = memory::RecurrentStates(spec, static_cast<int32_t>(state_slots));
     } catch (const std::bad_alloc&) {
       return OutOfMemory("contiguous kvcache: could not allocate " + std::to_string(total_bytes) +
-                         " bytes of pools; lower max_sequences or max_context");
+                         " bytes of pools; lower max_sequences, max_context or prefix_snapshots");
     }
+    memory::StateSnapshots snapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states);
 
     layout_ = std::move(layout).value();
     context_ = static_cast<int32_t>(context);
     k_pools_ = std::move(k_pools);
     v_pools_ = std::move(v_pools);
     states_ = std::move(states);
-    snapshots_ = memory::StateSnapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states_);
+    snapshots_ = std::move(snapshots);
     slot_used_.assign(static_cast<size_t>(max_sequences_), false);
     configured_ = true;
     return Status::Ok();

@@ -63,8 +63,9 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
     if (layout->recurrent) {
       const uint64_t budget = layout->n_attention_layers > 0 ? memory_left / 2 : memory_left;
       const int64_t wanted = layout->n_attention_layers == 0 ? snapshot_settings_.capacity : 0;
-      state_slots = std::min<int64_t>(max_sequences_ + checkpoint_slots_ + wanted,
-                                      static_cast<int64_t>(budget / slot_bytes));
+      state_slots = std::min<int64_t>({max_sequences_ + checkpoint_slots_ + wanted,
+                                       static_cast<int64_t>(budget / slot_bytes),
+                                       std::numeric_limits<int32_t>::max()});  // slot ids are int32
       if (state_slots < 1) {
         return InvalidArgument("paged kvcache: memory " + format_bytes(static_cast<uint64_t>(memory_)) +
                                " cannot hold one recurrent state of " + std::to_string(slot_bytes) +
@@ -119,12 +120,16 @@ Status PagedKvCache::configure(const SequenceStateSpec& spec) noexcept {
     limits.block_size = block_size_;
     limits.max_sequences = max_sequences_;
     limits.max_context = spec.max_context;
+    // Everything that can fail before the first member is set: a failed
+    // configure() leaves the cache unconfigured.
+    memory::StateSnapshots snapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states);
     paged::BlockStorage* pools = storage.get();
-    manager_ = std::make_unique<paged::BlockManager>(
+    auto manager = std::make_unique<paged::BlockManager>(
         limits, [pools](int32_t src, int32_t dst, int32_t rows) { pools->copy_rows(src, dst, rows); });
+    manager_ = std::move(manager);
     storage_ = std::move(storage);
     states_ = std::move(states);
-    snapshots_ = memory::StateSnapshots(static_cast<int32_t>(snapshot_slots), snapshot_settings_.interval, states_);
+    snapshots_ = std::move(snapshots);
     layout_ = std::move(layout).value();
     max_context_ = spec.max_context;
     block_bytes_ = block_bytes;
