@@ -26,7 +26,8 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
 cmake --build "$build" --target tessera_fuzzers -j "$(nproc)"
 
 # Seeds: one minimal and one richer valid file of each format.
-mkdir -p "$build/corpus/fuzz_gguf" "$build/corpus/fuzz_safetensors" "$build/corpus/fuzz_pipeline"
+mkdir -p "$build/corpus/fuzz_gguf" "$build/corpus/fuzz_safetensors" "$build/corpus/fuzz_pipeline" \
+  "$build/corpus/fuzz_hf_quantized"
 python3 - "$build/corpus" <<'PY'
 import json, struct, sys, os
 out = sys.argv[1]
@@ -89,6 +90,20 @@ write(os.path.join(out, "fuzz_safetensors", "one.safetensors"), safetensors([("w
 write(os.path.join(out, "fuzz_safetensors", "mixed.safetensors"),
       safetensors([("a", "F16", [3], bytes(6)), ("b", "BF16", [1, 2], bytes(4)), ("c", "I8", [5], bytes(5)),
                    ("d", "U8", [1], bytes(1)), ("e", "I32", [2], bytes(8))], {"format": "pt"}))
+
+# fuzz_hf_quantized: a config choice byte (fuzz/fuzz_hf_quantized.cpp), then
+# one packed Linear of 32 outputs and 64 inputs.
+i32 = lambda n, f: struct.pack("<%di" % n, *[f(k) for k in range(n)])
+f16 = lambda n: struct.pack("<%de" % n, *[0.01 * (1 + k % 7) for k in range(n)])
+write(os.path.join(out, "fuzz_hf_quantized", "gptq_act_order"), bytes([0]) + safetensors([
+    ("l.qweight", "I32", [8, 32], i32(256, lambda k: k * 2654435761 % 2**31)),
+    ("l.qzeros", "I32", [2, 4], i32(8, lambda k: 0x77777777)),
+    ("l.scales", "F16", [2, 32], f16(64)),
+    ("l.g_idx", "I32", [64], i32(64, lambda k: (k * 37 % 64) // 32))]))
+write(os.path.join(out, "fuzz_hf_quantized", "awq_gemm"), bytes([3]) + safetensors([
+    ("l.qweight", "I32", [64, 4], i32(256, lambda k: k * 40503 % 2**31)),
+    ("l.qzeros", "I32", [2, 4], i32(8, lambda k: 0x12345678)),
+    ("l.scales", "F16", [2, 32], f16(64))]))
 
 # Pipelines over the fixture plugins fuzz_pipeline loads (fuzz/CMakeLists.txt).
 fixtures = ('[kvcache]\nplugin = "fixture_kv"\n[attention]\nplugin = "fixture_attn"\n'

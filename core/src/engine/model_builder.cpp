@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/permuted_input_linear.hpp"
+
 namespace tessera {
 
 CoreModelBuilder::CoreModelBuilder(const ModelFile& weights, const std::vector<std::shared_ptr<Quantizer>>& quantizers,
@@ -76,10 +78,25 @@ Result<std::vector<const TensorRef*>> CoreModelBuilder::parts(const TensorRef& t
 
 namespace {
 
+// Rows of `tensor` as f32 with columns in input order: `order` (ModelFile::
+// input_order, nullptr for most tensors) says which input channel each
+// stored column holds.
 Status dequantize_with_parts(Quantizer& quantizer, const TensorRef& tensor, std::span<const TensorRef* const> parts,
-                             int64_t first_row, int64_t n_rows, float* out) noexcept {
-  if (parts.empty()) return quantizer.dequantize_rows(tensor, first_row, n_rows, out);
-  return quantizer.dequantize_rows_from_parts(tensor, parts, first_row, n_rows, out);
+                             const std::vector<int32_t>* order, int64_t first_row, int64_t n_rows,
+                             float* out) noexcept {
+  const Status decoded = parts.empty() ? quantizer.dequantize_rows(tensor, first_row, n_rows, out)
+                                       : quantizer.dequantize_rows_from_parts(tensor, parts, first_row, n_rows, out);
+  if (!decoded.ok() || order == nullptr) return decoded;
+  return guard([&]() -> Status {
+    const int64_t cols = tensor.cols();
+    std::vector<float> stored(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      float* row = out + r * cols;
+      std::copy(row, row + cols, stored.begin());
+      for (int64_t j = 0; j < cols; ++j) row[(*order)[j]] = stored[j];
+    }
+    return Status::Ok();
+  });
 }
 
 // Holding the Quantizer (and through it its library) keeps the decoder valid
@@ -87,21 +104,28 @@ Status dequantize_with_parts(Quantizer& quantizer, const TensorRef& tensor, std:
 class QuantizerRowDecoder final : public RowDecoder {
  public:
   QuantizerRowDecoder(std::shared_ptr<Quantizer> quantizer, const TensorRef& tensor,
-                      std::vector<const TensorRef*> parts)
-      : quantizer_(std::move(quantizer)), tensor_(tensor), parts_(std::move(parts)) {}
+                      std::vector<const TensorRef*> parts, const std::vector<int32_t>* order)
+      : quantizer_(std::move(quantizer)), tensor_(tensor), parts_(std::move(parts)), order_(order) {}
   Status decode(int64_t first_row, int64_t n_rows, float* out) const noexcept override {
     if (first_row < 0 || n_rows < 0 || first_row + n_rows > tensor_.rows())
       return InvalidArgument("rows out of range of tensor " + tensor_.name);  // no fmt: keeps decode cheap
-    return dequantize_with_parts(*quantizer_, tensor_, parts_, first_row, n_rows, out);
+    return dequantize_with_parts(*quantizer_, tensor_, parts_, order_, first_row, n_rows, out);
   }
 
  private:
   std::shared_ptr<Quantizer> quantizer_;
   const TensorRef& tensor_;
   std::vector<const TensorRef*> parts_;
+  const std::vector<int32_t>* order_;  // lives in the ModelFile, as tensor_ does
 };
 
 }  // namespace
+
+const std::vector<int32_t>* CoreModelBuilder::input_order_of(const TensorRef& tensor) const noexcept {
+  // Only the file's own tensor: a quantized copy under the same name keeps
+  // its columns in input order.
+  return weights_.find(tensor.name) == &tensor ? weights_.input_order(tensor.name) : nullptr;
+}
 
 Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRef& tensor) noexcept {
   return guard([&]() -> Result<std::unique_ptr<RowDecoder>> {
@@ -113,7 +137,8 @@ Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRe
     auto parts = parts_of(**q, tensor);
     if (!parts.ok()) return parts.status();
     return std::unique_ptr<RowDecoder>(
-        std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor, std::move(parts).value()));
+        std::make_unique<QuantizerRowDecoder>(std::move(q).value(), tensor, std::move(parts).value(),
+                                              input_order_of(tensor)));
   });
 }
 
@@ -130,6 +155,8 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
                                      bias_name, bias->numel(), weight->shape[0]));
     auto made = make_linear(*weight, bias);
     if (!made.ok()) return made;
+    if (const std::vector<int32_t>* order = weights_.input_order(name))
+      made = std::unique_ptr<Linear>(std::make_unique<PermutedInputLinear>(std::move(made).value(), *order));
     weights_.release_resident(*weight);
     if (auto q = quantizer_for(*weight); q.ok()) {
       if (auto parts = parts_of(**q, *weight); parts.ok())
@@ -178,7 +205,7 @@ Status CoreModelBuilder::dequantize(const TensorRef& tensor, float* out) noexcep
     if (!q.ok()) return q.status();
     auto parts = parts_of(**q, tensor);
     if (!parts.ok()) return parts.status();
-    return dequantize_with_parts(**q, tensor, *parts, 0, tensor.rows(), out);
+    return dequantize_with_parts(**q, tensor, *parts, input_order_of(tensor), 0, tensor.rows(), out);
   });
 }
 
@@ -192,7 +219,7 @@ Status CoreModelBuilder::dequantize_rows(const TensorRef& tensor, int64_t first_
     if (!q.ok()) return q.status();
     auto parts = parts_of(**q, tensor);
     if (!parts.ok()) return parts.status();
-    return dequantize_with_parts(**q, tensor, *parts, first_row, n_rows, out);
+    return dequantize_with_parts(**q, tensor, *parts, input_order_of(tensor), first_row, n_rows, out);
   });
 }
 

@@ -56,6 +56,8 @@ class CoreModelBuilder final : public ModelBuilder {
   Result<std::shared_ptr<Quantizer>> quantizer_for(const TensorRef& tensor) const;
   // The tensors stored beside `tensor` that its format needs (none for most).
   Result<std::vector<const TensorRef*>> parts_of(const Quantizer& quantizer, const TensorRef& tensor) const;
+  // The file's input order of `tensor`'s columns (ModelFile::input_order), nullptr for most.
+  const std::vector<int32_t>* input_order_of(const TensorRef& tensor) const noexcept;
 
   const ModelFile& weights_;
   std::map<std::string, std::shared_ptr<Quantizer>, std::less<>> by_format_;

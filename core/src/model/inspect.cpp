@@ -99,6 +99,8 @@ json inspect_model(const ModelFile& model) {
       {"name", model.name()},
       {"tensors", tensors_json(model)},
   };
+  if (!model.repacked_from().empty())
+    j["repacked_from"] = model.repacked_from() + " (Linears repacked into ggml blocks at load)";
   if (const auto& g = model.gguf()) {
     j["gguf"] = {{"version", g->version()}, {"alignment", g->alignment()}, {"metadata_count", g->metadata().size()}};
     j["tokenizer"] = gguf_tokenizer_json(*g);
@@ -129,6 +131,7 @@ std::string format_inspect(const json& info) {
   };
   line("model", text(info.value("source", json(""))));
   line("format", text(info.value("format", json(""))));
+  if (info.contains("repacked_from")) line("quantized", text(info["repacked_from"]));
   if (info.contains("gguf"))
     line("gguf", fmt::format("version {}, alignment {}, {} metadata keys", text(info["gguf"]["version"]),
                              text(info["gguf"]["alignment"]), text(info["gguf"]["metadata_count"])));

@@ -1,10 +1,13 @@
 #include "model/model_file.hpp"
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "model/hf_quantized.hpp"
 
 
 namespace tessera {
@@ -20,6 +23,11 @@ void ModelFile::release_resident(const TensorRef& tensor) const {
   // Each mapping ignores a range outside it, so every file may be asked.
   if (gguf_) gguf_->release_resident(tensor.data, tensor.nbytes);
   for (const auto& shard : shards_) shard->release_resident(tensor.data, tensor.nbytes);
+}
+
+const std::vector<int32_t>* ModelFile::input_order(std::string_view name) const noexcept {
+  auto it = input_orders_.find(name);
+  return it == input_orders_.end() ? nullptr : &it->second;
 }
 
 const TensorRef* ModelFile::find(std::string_view name) const noexcept {
@@ -73,6 +81,41 @@ std::string hf_architecture(const nlohmann::json& config) {
 
 class ModelFileBuilder {
  public:
+  // GPTQ/AWQ folders (model/hf_quantized.hpp): each packed Linear becomes one
+  // block tensor under its weight name, owned by the ModelFile; the packed
+  // tensors it replaces leave the store.
+  static Status repack_quantized_linears(ModelFile& m, const nlohmann::json& config) {
+    auto repacked = repack_hf_quantized(
+        config, m.tensors_, [&m](std::string_view name) { return m.find(name); }, m.source_);
+    if (!repacked.ok()) return repacked.status();
+    if (repacked->method.empty()) return Status::Ok();
+    std::vector<TensorRef> kept;
+    for (TensorRef& t : m.tensors_) {
+      if (std::find(repacked->consumed.begin(), repacked->consumed.end(), t.name) == repacked->consumed.end())
+        kept.push_back(std::move(t));
+    }
+    m.tensors_.clear();
+    m.index_.clear();
+    for (TensorRef& t : kept) TESSERA_RETURN_IF_ERROR(m.add(std::move(t)));
+    for (RepackedLinearWeight& w : repacked->weights) {
+      TensorRef r;
+      r.name = w.name;
+      r.dtype = w.dtype;
+      r.format = storage_format(w.dtype);
+      r.ndim = 2;
+      r.shape[0] = w.out_features;
+      r.shape[1] = w.in_features;
+      r.nbytes = w.blocks.size();
+      m.owned_.push_back(std::move(w.blocks));
+      r.data = m.owned_.back().data();
+      if (!w.input_order.empty()) m.input_orders_.emplace(w.name, std::move(w.input_order));
+      TESSERA_RETURN_IF_ERROR(m.add(std::move(r)));
+    }
+    m.repacked_from_ = fmt::format("{} {}-bit, group size {}", repacked->method, repacked->bits,
+                                   repacked->group_size);
+    return Status::Ok();
+  }
+
   static Result<std::shared_ptr<ModelFile>> gguf(const std::string& path) {
     auto file = GgufFile::open(path);
     if (!file.ok()) return file.status();
@@ -121,6 +164,7 @@ class ModelFileBuilder {
         TESSERA_RETURN_IF_ERROR(m->add(std::move(r)));
       }
     }
+    TESSERA_RETURN_IF_ERROR(repack_quantized_linears(*m, *config));
     std::error_code ec;
     if (fs::exists(root / "tokenizer.json", ec)) m->tokenizer_json_ = (root / "tokenizer.json").string();
     if (fs::exists(root / "tokenizer_config.json", ec))

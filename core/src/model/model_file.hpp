@@ -51,6 +51,14 @@ class ModelFile : public WeightStore {
   // for weights a plugin has copied into its own layout. Always safe, since a
   // later read maps them in again; a no-op for data not mapped from a file.
   void release_resident(const TensorRef& tensor) const;
+  // For a weight repacked from a GPTQ checkpoint with act-order
+  // (model/hf_quantized.hpp): its stored column j holds input channel
+  // (*order)[j], so a Linear of it reads its input gathered in that order.
+  // nullptr for every other tensor (columns in input order).
+  const std::vector<int32_t>* input_order(std::string_view name) const noexcept;
+  // "gptq 4-bit, group size 128" when the folder's Linears were repacked
+  // from a GPTQ/AWQ checkpoint, else "".
+  const std::string& repacked_from() const { return repacked_from_; }
 
  private:
   friend class ModelFileBuilder;
@@ -67,6 +75,9 @@ class ModelFile : public WeightStore {
   std::vector<std::shared_ptr<SafetensorsFile>> shards_;
   std::string tokenizer_json_;
   std::string tokenizer_config_;
+  std::vector<std::vector<std::byte>> owned_;  // repacked tensors' data (TensorRef::data points here)
+  std::map<std::string, std::vector<int32_t>, std::less<>> input_orders_;
+  std::string repacked_from_;
 };
 
 // Opens a .gguf file or a safetensors folder (config.json + model.safetensors or
