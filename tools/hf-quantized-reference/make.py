@@ -84,7 +84,7 @@ def linears(model):
 
 
 def set_grid_weights(linear, rng, symmetric, g_idx):
-    """Gives `linear` weights s·(q − z); returns scales and zeros [out, groups] and q."""
+    """Gives `linear` weights s·(q − z); returns scales and zeros, [out, groups]."""
     out_f, in_f = linear.weight.shape
     groups = in_f // GROUP
     q = torch.from_numpy(rng.integers(0, 16, size=(out_f, in_f))).int()

@@ -22,9 +22,11 @@
 
 namespace tessera {
 
-// One stored tensor. `data` points into the memory-mapped file and lives as long
-// as the WeightStore. `shape` is row-major (shape[0] outermost): a GGUF tensor
-// with ne = {in, out} appears as shape {out, in}.
+// One stored tensor. `data` points into the memory-mapped file (or, for a
+// tensor the core made at load, such as a GPTQ/AWQ Linear repacked into ggml
+// blocks, into memory the store owns) and lives as long as the WeightStore.
+// `shape` is row-major (shape[0] outermost): a GGUF tensor with ne = {in, out}
+// appears as shape {out, in}.
 struct TensorRef {
   std::string name;     // as stored in the file
   DType dtype = DType::f32;

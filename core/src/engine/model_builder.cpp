@@ -122,9 +122,10 @@ class QuantizerRowDecoder final : public RowDecoder {
 }  // namespace
 
 const std::vector<int32_t>* CoreModelBuilder::input_order_of(const TensorRef& tensor) const noexcept {
-  // Only the file's own tensor: a quantized copy under the same name keeps
-  // its columns in input order.
-  return weights_.find(tensor.name) == &tensor ? weights_.input_order(tensor.name) : nullptr;
+  // Only the file's own data (a copy of its TensorRef included): a quantized
+  // copy under the same name keeps its columns in input order.
+  const TensorRef* own = weights_.find(tensor.name);
+  return own != nullptr && own->data == tensor.data ? weights_.input_order(tensor.name) : nullptr;
 }
 
 Result<std::unique_ptr<RowDecoder>> CoreModelBuilder::row_decoder(const TensorRef& tensor) noexcept {

@@ -39,7 +39,8 @@ class CoreModelBuilder final : public ModelBuilder {
   // A Linear for `weight` (which need not be one of the file's tensors: a
   // quantized copy, say) from the quant plugin that executes its format; not wrapped.
   // A format stored as several tensors (Quantizer::part_suffixes) finds its
-  // parts in the file by name; the second form is given them.
+  // parts in the file by name; the second form is given them. Neither gathers
+  // the input of an act-order weight (ModelFile::input_order): linear() does.
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept;
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, std::span<const TensorRef* const> parts,
                                               const TensorRef* bias) noexcept;

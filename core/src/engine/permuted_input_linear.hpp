@@ -23,16 +23,18 @@ class PermutedInputLinear final : public Linear {
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   bool splits() const noexcept override { return inner_->splits(); }
   int64_t column_alignment() const noexcept override { return inner_->column_alignment(); }
-  // The gathered input stays in this Linear's scratch until the next prepare().
+  // The gathered input stays in this Linear's own buffer until the next prepare().
   Status prepare(const float* x, int64_t n_rows) noexcept override;
   void compute(float* y, int64_t begin, int64_t end) noexcept override { inner_->compute(y, begin, end); }
 
  private:
-  Status gather(const float* x, int64_t n_rows) noexcept;
+  Status gather(const float* x, int64_t n_rows, std::vector<float>& into) const noexcept;
 
   std::unique_ptr<Linear> inner_;
   std::vector<int32_t> order_;
-  std::vector<float> gathered_;  // [n_rows, in_features], input channels in order_
+  // [n_rows, in_features], input channels in order_: read by compute() after
+  // prepare() (whose callers share inputs of a few rows only).
+  std::vector<float> prepared_;
 };
 
 }  // namespace tessera

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -55,18 +57,20 @@ Result<Settings> read_settings(const json& config, const std::string& source) {
   if (!bits) return CorruptData(where + " has no integer 'bits'");
   if (!group) return CorruptData(where + " has no integer 'group_size'");
   s.method = method;
-  s.bits = static_cast<int32_t>(*bits);
+  s.bits = static_cast<int32_t>(std::clamp<int64_t>(*bits, 0, 64));  // out of range: refused below by its value
   s.group_size = static_cast<int32_t>(std::clamp<int64_t>(*group, -2, 1 << 30));
   if (method == "gptq") {
     if (s.bits != 4 && s.bits != 8)
       return Unsupported(fmt::format("{}: {}-bit GPTQ is not supported (4 and 8 bits are)", where, *bits));
+    if (*bits != s.bits) return Unsupported(fmt::format("{}: 'bits' {} is not supported", where, *bits));
     const std::string format = string_field(*qc, {"checkpoint_format", "format"}, "gptq");
     if (format == "gptq") s.zero_offset = 1;
     else if (format != "gptq_v2")
       return Unsupported(fmt::format("{}: GPTQ checkpoint_format '{}' is not supported ('gptq', 'gptq_v2' are)",
                                      where, format));
   } else {
-    if (s.bits != 4) return Unsupported(fmt::format("{}: {}-bit AWQ is not supported (4 bits is)", where, *bits));
+    if (s.bits != 4 || *bits != 4)
+      return Unsupported(fmt::format("{}: {}-bit AWQ is not supported (4 bits is)", where, *bits));
     std::string version = string_field(*qc, {"version"}, "gemm");
     std::transform(version.begin(), version.end(), version.begin(), [](unsigned char c) { return std::tolower(c); });
     if (version != "gemm")
@@ -75,7 +79,7 @@ Result<Settings> read_settings(const json& config, const std::string& source) {
     if (zp != qc->end() && zp->is_boolean() && !zp->get<bool>())
       return Unsupported(where + ": AWQ without zero points is not supported");
   }
-  if (s.group_size != -1 && (s.group_size <= 0 || s.group_size % kBlock != 0))
+  if (*group != s.group_size || (s.group_size != -1 && (s.group_size <= 0 || s.group_size % kBlock != 0)))
     return Unsupported(fmt::format("{}: group_size {} is not supported (-1 or a multiple of {})", where, *group,
                                    kBlock));
   return s;
@@ -182,7 +186,7 @@ DType exact_block_type(const PackedLayer& layer, const TensorRef& scales, int32_
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t o = 0; o < out; ++o) {
       // s has 11 significant bits and z at most 5, so the f32 product is exact.
-      const float m = -f16_to_f32(f32_to_f16(scale_at(scales, g * out + o))) * static_cast<float>(layer.zero(g, o));
+      const float m = -scale_at(scales, g * out + o) * static_cast<float>(layer.zero(g, o));
       if (f16_to_f32(f32_to_f16(m)) != m) return DType::q5_0;
     }
   return DType::q4_1;
@@ -200,7 +204,7 @@ Result<std::vector<std::byte>> repack_blocks(const PackedLayer& layer, const Ten
     for (int64_t b = 0; b < blocks_per_row; ++b) {
       std::byte* block = blocks.data() + (o * blocks_per_row + b) * block_bytes;
       const int32_t group = group_of[order[b * kBlock]];
-      const float s = f16_to_f32(f32_to_f16(scale_at(scales, group * out + o)));  // the blocks' d
+      const float s = scale_at(scales, group * out + o);  // an f16 value (checked)
       const int32_t z = layer.zero(group, o);
       for (int64_t j = 0; j < kBlock; ++j) q[j] = layer.value(o, order[b * kBlock + j]);
       write_f16(block, s);
@@ -249,6 +253,10 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
     return CorruptData(what + ": qweight, qzeros and scales must be 2-D");
 
   const int64_t per_word = 32 / s.bits;
+  constexpr int64_t kMaxFeatures = int64_t{1} << 24;
+  // Bounded before any product: the reader accepts any dimension beside a 0.
+  if (qw.shape[0] <= 0 || qw.shape[1] <= 0 || qw.shape[0] > kMaxFeatures || qw.shape[1] > kMaxFeatures)
+    return CorruptData(fmt::format("{}: qweight {}x{} gives no sensible shape", what, qw.shape[0], qw.shape[1]));
   int64_t out = 0, in = 0;
   if (s.method == "gptq") {
     in = qw.shape[0] * per_word;
@@ -257,8 +265,7 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
     in = qw.shape[0];
     out = qw.shape[1] * per_word;
   }
-  constexpr int64_t kMaxFeatures = int64_t{1} << 24;
-  if (in <= 0 || out <= 0 || in > kMaxFeatures || out > kMaxFeatures)
+  if (in > kMaxFeatures || out > kMaxFeatures)
     return CorruptData(fmt::format("{}: qweight {}x{} gives no sensible shape", what, qw.shape[0], qw.shape[1]));
   if (in % kBlock != 0)
     return Unsupported(fmt::format("{}: {} input features are not a multiple of {}", what, in, kBlock));
@@ -271,6 +278,15 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
   if (qz.shape[0] != groups || qz.shape[1] != out / per_word)
     return CorruptData(fmt::format("{}: qzeros are {}x{}, expected {}x{}", what, qz.shape[0], qz.shape[1], groups,
                                    out / per_word));
+
+  // The blocks' d is an f16: a scale it cannot hold exactly (from a bf16 or
+  // f32 tensor) would change the weights, so it is refused rather than rounded.
+  for (int64_t i = 0; i < groups * out; ++i) {
+    const float scale = scale_at(sc, i);
+    if (!std::isfinite(scale) || f16_to_f32(f32_to_f16(scale)) != scale)
+      return Unsupported(fmt::format("{}: scale {} of group {}, row {} is not an f16 value, which the blocks store",
+                                     what, scale, i / out, i % out));
+  }
 
   // Each input column's group: GPTQ's g_idx where stored, else in order.
   std::vector<int32_t> group_of(static_cast<size_t>(in));
@@ -294,8 +310,9 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
   for (int64_t b = 0; b < in / kBlock; ++b) {
     for (int64_t j = 1; j < kBlock; ++j)
       if (group_of[order[b * kBlock + j]] != group_of[order[b * kBlock]])
-        return Unsupported(fmt::format("{}: a group of input columns is not a whole number of {}-column blocks", what,
-                                       kBlock));
+        return Unsupported(fmt::format("{}: group {} of the input columns is not a whole number of {}-column blocks "
+                                       "(g_idx gives groups of other sizes)",
+                                       what, group_of[order[b * kBlock + j]], kBlock));
   }
 
   std::unique_ptr<PackedLayer> layer;
@@ -315,11 +332,9 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
   return w;
 }
 
-}  // namespace
-
-Result<RepackedCheckpoint> repack_hf_quantized(const json& config, std::span<const TensorRef> tensors,
-                                               const std::function<const TensorRef*(std::string_view)>& find,
-                                               const std::string& source) {
+Result<RepackedCheckpoint> repack_all(const json& config, std::span<const TensorRef> tensors,
+                                      const std::function<const TensorRef*(std::string_view)>& find,
+                                      const std::string& source) {
   auto settings = read_settings(config, source);
   if (!settings.ok()) return settings.status();
   RepackedCheckpoint out;
@@ -343,6 +358,20 @@ Result<RepackedCheckpoint> repack_hf_quantized(const json& config, std::span<con
     return CorruptData(fmt::format("{}: config.json says the model is {}-quantized but no tensor ends in '.qweight'",
                                    source, out.method));
   return out;
+}
+
+}  // namespace
+
+Result<RepackedCheckpoint> repack_hf_quantized(const json& config, std::span<const TensorRef> tensors,
+                                               const std::function<const TensorRef*(std::string_view)>& find,
+                                               const std::string& source) noexcept {
+  try {
+    return repack_all(config, tensors, find, source);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(source + ": out of memory while repacking the GPTQ/AWQ Linears");
+  } catch (const std::exception& e) {
+    return Internal(source + ": repacking the GPTQ/AWQ Linears failed: " + e.what());
+  }
 }
 
 }  // namespace tessera

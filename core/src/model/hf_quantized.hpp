@@ -14,8 +14,8 @@
 // So the loader repacks these tensors into those blocks, stored as `X.weight`,
 // and the quant plugins run them with their own kernels: the weight stays in
 // the quantized domain, no matrix is dequantized, and every weight is the
-// checkpoint's s·(q − z) exactly (scales stored as bf16 or f32 are rounded
-// to f16, the blocks' scale type).
+// checkpoint's s·(q − z) exactly (scales stored as bf16 or f32 must be f16
+// values, the blocks' scale type; others are refused rather than rounded).
 //
 // GPTQ's act-order (desc_act) lets column c belong to any group g_idx[c]. The
 // columns are then stored sorted by group (stable), so each 32-column block
@@ -28,7 +28,10 @@
 //     dimension), qzeros [groups, out·b/32] (along the output), scales [groups,
 //     out], g_idx [in] int32 (optional: column c's group, c / group_size when
 //     absent). checkpoint_format "gptq" (v1, the default) stores z − 1,
-//     "gptq_v2" stores z.
+//     "gptq_v2" stores z. A v1 zero stored as 2^b − 1 reads as z = 2^b, as
+//     the exllama kernels read it (AutoGPTQ's torch path masks it to 0; only
+//     asymmetric v1 files whose packer saw z = 0 differ, and those packers
+//     could not store it either).
 //   AWQ GEMM (AutoAWQ, version "gemm"): qweight [in, out/8], qzeros [groups,
 //     out/8], both along the output with the nibbles of a word holding output
 //     columns 0, 2, 4, 6, 1, 3, 5, 7 of its eight; scales [groups, out]; z as stored.
@@ -71,6 +74,6 @@ struct RepackedCheckpoint {
 // other are corrupt_data; every message names the folder and the tensor.
 Result<RepackedCheckpoint> repack_hf_quantized(const nlohmann::json& config, std::span<const TensorRef> tensors,
                                                const std::function<const TensorRef*(std::string_view)>& find,
-                                               const std::string& source);
+                                               const std::string& source) noexcept;
 
 }  // namespace tessera

@@ -27,7 +27,10 @@ struct Layer {
   float weight(int64_t o, int64_t c) const { return s[group[c]][o] * static_cast<float>(q[o][c] - z[group[c]][o]); }
 };
 
-Layer random_layer(int64_t out, int64_t in, int bits, int group_size, bool act_order, bool symmetric, uint32_t seed) {
+// Asymmetric zeros are drawn from [z_low, z_low + 2^bits − 1]: GPTQ v1 stores
+// z − 1 in b bits (so 1..16 for 4 bits), v2 and AWQ store z (0..15).
+Layer random_layer(int64_t out, int64_t in, int bits, int group_size, bool act_order, bool symmetric, uint32_t seed,
+                   int z_low = 1) {
   std::mt19937 rng(seed);
   Layer l;
   l.out = out, l.in = in, l.bits = bits;
@@ -40,7 +43,7 @@ Layer random_layer(int64_t out, int64_t in, int bits, int group_size, bool act_o
   l.s.assign(groups, std::vector<float>(out));
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t o = 0; o < out; ++o) {
-      l.z[g][o] = symmetric ? (1 << (bits - 1)) : static_cast<int32_t>(1 + rng() % max_q);  // v1 cannot store 0
+      l.z[g][o] = symmetric ? (1 << (bits - 1)) : static_cast<int32_t>(z_low + rng() % (max_q + 1));
       l.s[g][o] = f16_to_f32(f32_to_f16(0.001f + 0.01f * static_cast<float>(rng() % 1000) / 1000.0f));
     }
   l.group.resize(in);
@@ -185,6 +188,23 @@ TEST(HfQuantized, GptqV1FourBitGroupsGiveTheirWeightsExactly) {
   EXPECT_EQ(r->consumed.size(), 4u);
 }
 
+// The grid's ends: a v1 zero stored as 15 is z = 16 (stored + 1, unmasked, as
+// the exllama kernels read it), a v2 zero of 0 is 0; q − z spans [−16, 15].
+TEST(HfQuantized, ZerosAtTheEndsOfTheGridKeepTheirWeights) {
+  for (const int offset : {1, 0}) {
+    Checkpoint ck;
+    ck.config = gptq_config(4, 32, false, offset == 1 ? "gptq" : "gptq_v2");
+    Layer l = random_layer(8, 64, 4, 32, false, false, 11, offset);
+    for (auto& row : l.z) std::fill(row.begin(), row.end(), offset == 1 ? 16 : 0);
+    l.q[0][0] = 0;
+    l.q[1][1] = 15;
+    add_gptq(ck, "w", l, offset, false);
+    auto r = ck.repack();
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    expect_weights(r->weights[0], l);
+  }
+}
+
 // z = 8: −8·s is an f16, so the smaller Q4_1 holds them.
 TEST(HfQuantized, SymmetricFourBitIsQ41) {
   Checkpoint ck;
@@ -217,7 +237,7 @@ TEST(HfQuantized, ActOrderStoresColumnsByGroupAndSaysWhere) {
 TEST(HfQuantized, GptqV2StoresZerosWithoutTheOffset) {
   Checkpoint ck;
   ck.config = gptq_config(4, 32, false, "gptq_v2");
-  const Layer l = random_layer(8, 64, 4, 32, false, false, 4);
+  const Layer l = random_layer(8, 64, 4, 32, false, false, 4, /*z_low=*/0);
   add_gptq(ck, "w", l, 0, false);
   auto r = ck.repack();
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -249,7 +269,7 @@ TEST(HfQuantized, AwqGemmNibbleOrderGivesItsWeights) {
   Checkpoint ck;
   ck.config = {{"quantization_config",
                 {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 64}, {"zero_point", true}, {"version", "GEMM"}}}};
-  const Layer l = random_layer(32, 128, 4, 64, false, false, 7);
+  const Layer l = random_layer(32, 128, 4, 64, false, false, 7, /*z_low=*/0);
   add_awq(ck, "model.layers.3.self_attn.o_proj", l);
   auto r = ck.repack();
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -309,6 +329,25 @@ TEST(HfQuantized, RefusesWhatItCannotRepresentOrWhatDisagrees) {
       {"packed and plain", gptq_config(4, 32, false),
        [](Checkpoint& ck) { ck.add("w.weight", DType::f16, {8, 64}, std::vector<std::byte>(8 * 64 * 2)); },
        StatusCode::corrupt_data, "both"},
+      {"bits that wrap in 32 bits", gptq_config(4, 32, false),
+       [](Checkpoint& ck) { ck.config["quantization_config"]["bits"] = 4294967300LL; }, StatusCode::unsupported,
+       "4294967300"},
+      {"an f32 scale f16 cannot hold", gptq_config(4, 32, false),
+       [](Checkpoint& ck) {
+         std::vector<float> s(2 * 8, 0.01f);
+         s[3] = 1e-9f;
+         ck.tensors[2].dtype = DType::f32;
+         ck.data["w.scales"] = bytes_of(s);
+         ck.tensors[2].data = ck.data["w.scales"].data();
+         ck.tensors[2].nbytes = ck.data["w.scales"].size();
+       },
+       StatusCode::unsupported, "not an f16 value"},
+      {"a qweight dimension that overflows", gptq_config(4, 32, false),
+       [](Checkpoint& ck) {
+         ck.tensors[0].shape[0] = int64_t{1} << 61;
+         ck.tensors[0].shape[1] = 0;
+       },
+       StatusCode::corrupt_data, "no sensible shape"},
       {"missing zeros", gptq_config(4, 32, false), [](Checkpoint& ck) { ck.tensors[1].name = "w.qzerosX"; },
        StatusCode::corrupt_data, "'w.qzeros' is missing"},
   };

@@ -1,8 +1,8 @@
 #include "model/model_file.hpp"
 
 #include <filesystem>
-#include <algorithm>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -85,14 +85,22 @@ class ModelFileBuilder {
   // block tensor under its weight name, owned by the ModelFile; the packed
   // tensors it replaces leave the store.
   static Status repack_quantized_linears(ModelFile& m, const nlohmann::json& config) {
+    try {
+      return replace_packed_tensors(m, config);
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory(m.source_ + ": out of memory while repacking the GPTQ/AWQ Linears");
+    }
+  }
+
+  static Status replace_packed_tensors(ModelFile& m, const nlohmann::json& config) {
     auto repacked = repack_hf_quantized(
         config, m.tensors_, [&m](std::string_view name) { return m.find(name); }, m.source_);
     if (!repacked.ok()) return repacked.status();
     if (repacked->method.empty()) return Status::Ok();
+    const std::set<std::string, std::less<>> consumed(repacked->consumed.begin(), repacked->consumed.end());
     std::vector<TensorRef> kept;
     for (TensorRef& t : m.tensors_) {
-      if (std::find(repacked->consumed.begin(), repacked->consumed.end(), t.name) == repacked->consumed.end())
-        kept.push_back(std::move(t));
+      if (!consumed.contains(t.name)) kept.push_back(std::move(t));
     }
     m.tensors_.clear();
     m.index_.clear();
@@ -111,8 +119,9 @@ class ModelFileBuilder {
       if (!w.input_order.empty()) m.input_orders_.emplace(w.name, std::move(w.input_order));
       TESSERA_RETURN_IF_ERROR(m.add(std::move(r)));
     }
-    m.repacked_from_ = fmt::format("{} {}-bit, group size {}", repacked->method, repacked->bits,
-                                   repacked->group_size);
+    m.repacked_from_ = fmt::format("{} {}-bit, {}", repacked->method, repacked->bits,
+                                   repacked->group_size == -1 ? std::string("one group per row")
+                                                              : fmt::format("group size {}", repacked->group_size));
     return Status::Ok();
   }
 

@@ -6,7 +6,9 @@
 // "ggml.q4_0", "ggml.q4_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
 // "ggml.q6_k", ...); the metadata as the file holds it. What the names and
 // keys mean is the architecture plugin's knowledge, not the core's. The data
-// stays in the memory-mapped files, which live as long as the ModelFile.
+// stays in the memory-mapped files, which live as long as the ModelFile;
+// the exception is a GPTQ/AWQ folder's Linears, repacked at open into ggml
+// blocks the ModelFile owns, under their weight names (model/hf_quantized.hpp).
 #pragma once
 
 #include <map>
