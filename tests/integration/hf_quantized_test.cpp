@@ -106,13 +106,7 @@ TEST(HfQuantizedActOrder, DequantizedColumnsAreInInputOrderAsTheLinearReadsThem)
   auto model = open_model((kData / "gptq-act-order").string());
   ASSERT_TRUE(model.ok()) << model.status().message();
   std::vector<std::shared_ptr<Quantizer>> quantizers;
-  for (const LoadedPlugin* p : test_registry().plugins(PluginFamily::quant)) {
-    auto params = default_params(*p->info);
-    ASSERT_TRUE(params.ok()) << params.status().message();
-    auto q = test_registry().create<Quantizer>(*p, *params);
-    ASSERT_TRUE(q.ok()) << q.status().message();
-    quantizers.push_back(*q);
-  }
+  ASSERT_NO_FATAL_FAILURE(make_quantizers(test_registry(), quantizers));
   CoreModelBuilder builder(**model, quantizers, /*make_attention=*/{});
   const std::string name = "model.layers.0.mlp.down_proj.weight";
   const TensorRef* weight = (*model)->find(name);

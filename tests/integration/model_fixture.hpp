@@ -11,6 +11,8 @@
 #include "engine/session.hpp"
 #include "model_required.hpp"
 #include "pipeline/pipeline.hpp"
+#include "plugin/registry.hpp"
+#include "tessera/quantizer.hpp"
 
 namespace tessera::test {
 
@@ -32,6 +34,20 @@ inline PluginRegistry& test_registry() {
     return r;
   }();
   return *registry;
+}
+
+// Every quant plugin of `registry`, made with its default parameters, into
+// `out`. Call it as ASSERT_NO_FATAL_FAILURE(make_quantizers(...)): its
+// ASSERTs end only this helper.
+inline void make_quantizers(PluginRegistry& registry, std::vector<std::shared_ptr<Quantizer>>& out) {
+  out.clear();
+  for (const LoadedPlugin* p : registry.plugins(PluginFamily::quant)) {
+    auto params = default_params(*p->info);
+    ASSERT_TRUE(params.ok()) << params.status().message();
+    auto q = registry.create<Quantizer>(*p, *params);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    out.push_back(*q);
+  }
 }
 
 // A Session through `pipeline_file` with `overrides` (on 2 threads), whatever

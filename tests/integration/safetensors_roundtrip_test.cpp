@@ -124,14 +124,7 @@ class HfRoundTrip : public ::testing::Test {
     ASSERT_TRUE(model.ok()) << model.status().message();
     gguf_ = *model;
     std::vector<std::shared_ptr<Quantizer>>& quantizers = quantizers_;
-    quantizers.clear();
-    for (const LoadedPlugin* p : registry().plugins(PluginFamily::quant)) {
-      auto params = default_params(*p->info);
-      ASSERT_TRUE(params.ok()) << params.status().message();
-      auto q = registry().create<Quantizer>(*p, *params);
-      ASSERT_TRUE(q.ok()) << q.status().message();
-      quantizers.push_back(*q);
-    }
+    ASSERT_NO_FATAL_FAILURE(make_quantizers(registry(), quantizers));
     ASSERT_FALSE(quantizers.empty()) << "no quant plugin in " << TESSERA_PLUGIN_BUILD_DIR;
     const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-hf-export-{}", getpid());
     const Status st = export_hf_folder(*gguf_, quantizers, dir);
