@@ -1,12 +1,12 @@
 #include "model/model_file.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/hf_json.hpp"
 #include "model/hf_quantized.hpp"
 
 
@@ -55,16 +55,6 @@ TensorRef ref_from_gguf(const GgufTensorInfo& t) {
   r.data = t.data;
   r.nbytes = t.nbytes;
   return r;
-}
-
-Result<nlohmann::json> read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return Unavailable(path.string() + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    return CorruptData(path.string() + ": not valid JSON: " + e.what());
-  }
 }
 
 // What a Hugging Face config.json says the model is: architectures[0], or
@@ -144,7 +134,7 @@ class ModelFileBuilder {
   static Result<std::shared_ptr<ModelFile>> safetensors(const std::string& dir) {
     const fs::path root(dir);
     const std::string config_path = (root / "config.json").string();
-    auto config = read_json(root / "config.json");
+    auto config = read_hf_json(root / "config.json");
     if (!config.ok()) return config.status();
     if (!config->is_object()) return CorruptData(config_path + ": not a JSON object");
     auto shards = open_safetensors_checkpoint(dir);

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/hf_json.hpp"
 #include "model/mapped_file.hpp"
 
 namespace tessera {
@@ -175,19 +175,6 @@ Status SafetensorsFile::parse_header() {
   return Status::Ok();
 }
 
-namespace {
-
-Result<json> read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Unavailable(path + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    return CorruptData(path + ": not valid JSON: " + e.what());
-  }
-}
-
-}  // namespace
 
 Result<std::vector<std::shared_ptr<SafetensorsFile>>> open_safetensors_checkpoint(const std::string& path) {
   std::vector<std::shared_ptr<SafetensorsFile>> shards;
@@ -210,7 +197,7 @@ Result<std::vector<std::shared_ptr<SafetensorsFile>>> open_safetensors_checkpoin
     return shards;
   }
   const std::string index_name = index_path.string();
-  auto index = read_json_file(index_name);
+  auto index = read_hf_json(index_path);
   if (!index.ok()) return index.status();
   const json& root = index.value();
   if (!root.is_object() || !root.contains("weight_map") || !root["weight_map"].is_object())
