@@ -464,10 +464,11 @@ TEST(MambaFiles, FalconMambaNormsAreRefusedByName) {
   EXPECT_NE(error.find("mamba.ssm.dt_b_c_rms"), std::string::npos) << error;
 }
 
-// A copy of a checked-in Hugging Face folder with keys of its config.json
-// changed: the error a session on it opens with ("" if it opens).
-std::string open_error_of_hf_copy(const std::string& name, const nlohmann::json& changes) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-mamba-hf-{}", getpid());
+// A copy of a checked-in Hugging Face folder (in a folder named after `tag`)
+// with keys of its config.json changed; a string value "@TOKEN" is written as
+// the bare token (Python's json writes float("inf") as Infinity).
+fs::path hf_copy_with_config(const std::string& name, const nlohmann::json& changes, const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-mamba-{}-{}", tag, getpid());
   fs::remove_all(dir);
   fs::copy(kData / name, dir, fs::copy_options::recursive);
   nlohmann::json config;
@@ -476,10 +477,18 @@ std::string open_error_of_hf_copy(const std::string& name, const nlohmann::json&
     in >> config;
   }
   config.update(changes);
-  {
-    std::ofstream out(dir / "config.json");
-    out << config.dump();
+  std::string text = config.dump(2);
+  for (const char* token : {"Infinity", "NaN"}) {
+    const std::string quoted = fmt::format("\"@{}\"", token);
+    for (size_t at; (at = text.find(quoted)) != std::string::npos;) text.replace(at, quoted.size(), token);
   }
+  std::ofstream(dir / "config.json") << text;
+  return dir;
+}
+
+// The error a session on hf_copy_with_config(name, changes) opens with ("" if it opens).
+std::string open_error_of_hf_copy(const std::string& name, const nlohmann::json& changes) {
+  const fs::path dir = hf_copy_with_config(name, changes, "hf-broken");
   auto pipeline = load_pipeline(kPipelines / "mamba.toml", {{"model", "path", dir.string(), true}}, test_registry());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
   std::string error;
@@ -489,6 +498,48 @@ std::string open_error_of_hf_copy(const std::string& name, const nlohmann::json&
   }
   fs::remove_all(dir);
   return error;
+}
+
+// Mamba2Config's time_step_limit, (0, inf) by default: transformers 4 saves it
+// as [0.0, Infinity] (not strict JSON), transformers 5 as [0.0, {"__float__":
+// "Infinity"}] (the checked-in folder). Both open and give the same logits;
+// a real limit clamps dt after softplus (ssm_test.cpp checks the arithmetic),
+// so it changes them; a limit that is no interval is refused by name.
+TEST(MambaFiles, Mamba2TimeStepLimitIsReadInBothSpellingsAndApplied) {
+  std::ifstream heldout(kData / "mamba2.heldout.txt");
+  std::vector<int32_t> ids;
+  for (int32_t id; ids.size() < 32 && heldout >> id;) ids.push_back(id);
+  ASSERT_EQ(ids.size(), 32u);
+  const auto logits_of = [&](const fs::path& folder) {
+    auto session = open_mamba(folder.string());
+    EXPECT_NE(session, nullptr) << folder;
+    auto logits = session ? session->score(ids) : Result<std::vector<float>>(Internal("no session"));
+    EXPECT_TRUE(logits.ok()) << logits.status().message();
+    return logits.ok() ? *logits : std::vector<float>{};
+  };
+  const std::vector<float> checked_in = logits_of(kData / "mamba2-hf");
+  ASSERT_FALSE(checked_in.empty());
+
+  const fs::path python = hf_copy_with_config("mamba2-hf", {{"time_step_limit", {0.0, "@Infinity"}}}, "python-inf");
+  {
+    std::ifstream in(python / "config.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_NE(text.find("Infinity\n"), std::string::npos) << "the copy should hold a bare Infinity";
+  }
+  EXPECT_EQ(logits_of(python), checked_in);
+  fs::remove_all(python);
+
+  const fs::path clamped = hf_copy_with_config("mamba2-hf", {{"time_step_limit", {0.05, 0.1}}}, "clamped");
+  const std::vector<float> limited = logits_of(clamped);
+  fs::remove_all(clamped);
+  ASSERT_EQ(limited.size(), checked_in.size());
+  EXPECT_NE(limited, checked_in) << "a limit of [0.05, 0.1] changed no logit: is it applied?";
+
+  for (const nlohmann::json& bad : {nlohmann::json{0.5, 0.1}, nlohmann::json{-1.0, 1.0}, nlohmann::json{0.1},
+                                    nlohmann::json{"@NaN", 1.0}, nlohmann::json{0.0, "x"}}) {
+    const std::string error = open_error_of_hf_copy("mamba2-hf", {{"time_step_limit", bad}});
+    EXPECT_NE(error.find("time_step_limit"), std::string::npos) << bad.dump() << ": " << error;
+  }
 }
 
 // Widths from a config.json are bounded before they are multiplied (expand *

@@ -57,6 +57,21 @@ Status read_gguf(const WeightStore& store, MambaConfig& c) {
   return Status::Ok();
 }
 
+// Mamba2Config's time_step_limit: [low, high] with 0 <= low <= high (high
+// may be inf: config.json spells it as Python or transformers 5 writes it,
+// model/hf_json.hpp); absent or null leaves no clamp.
+Status read_time_step_limit(const WeightStore& store, const MetadataReader& r, MambaConfig& c) {
+  const Metadata& meta = store.metadata();
+  constexpr std::string_view key = "time_step_limit";
+  if (const MetaType type = meta.type(key); type == MetaType::none || type == MetaType::null) return Status::Ok();
+  const std::optional<double> low = meta.get_real(key, 0), high = meta.get_real(key, 1);
+  if (meta.array_length(key) != 2 || !low || !high || !(*low >= 0.0) || !(*high >= *low))
+    return CorruptData(r.where(key) + " must be two numbers [low, high] with 0 <= low <= high");
+  c.dt_min = *low;
+  c.dt_max = *high;
+  return Status::Ok();
+}
+
 Status read_hf(const WeightStore& store, MambaConfig& c) {
   c.version = store.architecture() == "Mamba2ForCausalLM" ? MambaVersion::mamba2 : MambaVersion::mamba1;
   const MetadataReader r(store, "");
@@ -87,6 +102,7 @@ Status read_hf(const WeightStore& store, MambaConfig& c) {
       return CorruptData(r.where("num_heads") + " * head_dim (" + std::to_string(c.n_head) + " * " +
                          std::to_string(c.head_dim) + ") differs from the mixer width expand * hidden_size (" +
                          std::to_string(c.d_inner) + ")");
+    TESSERA_RETURN_IF_ERROR(read_time_step_limit(store, r, c));
   } else if (r.string("time_step_rank") == "auto") {
     c.dt_rank = (c.n_embd + 15) / 16;  // MambaConfig's rule for "auto"
   } else {
@@ -140,7 +156,8 @@ Result<MambaConfig> read_mamba_config(const WeightStore& store) {
   c.format = store.format();
   const bool gguf_name = arch == "mamba" || arch == "mamba2";
   if (c.format == ModelFormat::gguf && !gguf_name)
-    return Unsupported(store.source() + ": '" + std::string(arch) + "' is a Hugging Face name, not a GGUF architecture");
+    return Unsupported(store.source() + ": '" + std::string(arch) +
+                       "' is a Hugging Face name, not a GGUF architecture");
   TESSERA_RETURN_IF_ERROR(c.format == ModelFormat::gguf ? read_gguf(store, c) : read_hf(store, c));
   TESSERA_RETURN_IF_ERROR(check(store, c));
   return c;
@@ -161,6 +178,10 @@ std::vector<HyperParameter> describe_mamba_config(const MambaConfig& c) {
     out.push_back({"ssm_head_count", c.n_head});
     out.push_back({"ssm_head_dim", c.head_dim});
     out.push_back({"ssm_group_count", c.n_group});
+    if (c.dt_min != 0.0 || !std::isinf(c.dt_max)) {
+      out.push_back({"ssm_dt_min", c.dt_min});
+      out.push_back({"ssm_dt_max", c.dt_max});
+    }
   } else {
     out.push_back({"ssm_time_step_rank", c.dt_rank});
   }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +44,10 @@ struct MambaConfig {
   int64_t head_dim = 0;     // Mamba-2
   int64_t n_group = 1;      // Mamba-2: groups of heads sharing B and C
   double eps = 1e-5;        // of every RMSNorm
+  // Mamba-2: dt is clamped to [dt_min, dt_max] after softplus (Hugging Face's
+  // time_step_limit; the default is no clamp, and GGUF files carry none).
+  double dt_min = 0.0;
+  double dt_max = std::numeric_limits<double>::infinity();
   bool tied_embeddings = false;
   bool in_proj_bias = false;   // Hugging Face use_bias
   bool out_proj_bias = false;

@@ -121,11 +121,14 @@ Status MambaModel::mix_mamba1(const Batch& batch, const MambaLayerWeights& lw, i
   TESSERA_RETURN_IF_ERROR(lw.x_proj->forward(scratch_.conv.data(), xdbc, n));
   for (int64_t r = 0; r < n; ++r) copy_row(xdbc + r * xw, dt_in + r * rank, rank);
   TESSERA_RETURN_IF_ERROR(lw.dt_proj->forward(dt_in, scratch_.dt.data(), n));
+  float* dt = scratch_.dt.data();  // [n, d_inner]
+#pragma omp parallel for schedule(static) if (n >= 8)
+  for (int64_t r = 0; r < n; ++r) softplus_in_place(dt + r * inner, inner);
   for_each_sequence_slice(batch, n, inner, c.d_state, [&](int64_t s, int64_t c0, int64_t c1) {
     const int64_t t0 = batch.seqs[static_cast<size_t>(s)].token_offset;
     Mamba1Scan scan;
     scan.x = {scratch_.conv.data() + t0 * inner, inner};
-    scan.dt_raw = {scratch_.dt.data() + t0 * inner, inner};
+    scan.dt = {dt + t0 * inner, inner};
     scan.b = {xdbc + t0 * xw + rank, xw};
     scan.c = {xdbc + t0 * xw + rank + c.d_state, xw};
     scan.a = lw.a.data();
@@ -157,6 +160,8 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
     scan.a = lw.a.data();
     scan.d = lw.d.data();
     scan.dt_bias = lw.dt_bias.data();
+    scan.dt_min = static_cast<float>(c.dt_min);
+    scan.dt_max = static_cast<float>(c.dt_max);
     scan.state = states_[static_cast<size_t>(s)].parts[1];
     scan.y = {scratch_.y.data() + t0 * inner, inner};
     scan.n_head = c.n_head;
@@ -176,7 +181,8 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
 Status MambaModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
   if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("mamba: forward() needs a logits buffer");
   const MambaConfig& c = config_;
-  TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, blocks::BatchLimits{c.vocab, c.max_context, /*attention_layers=*/false, 0}));
+  TESSERA_RETURN_IF_ERROR(
+      plan_.plan(batch, memory, blocks::BatchLimits{c.vocab, c.max_context, /*attention_layers=*/false, 0}));
   const int64_t n_rows = plan_.n_rows();
   const int64_t d = c.n_embd, inner = c.d_inner;
   const auto eps = static_cast<float>(c.eps);

@@ -11,11 +11,39 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+
+#include "tessera/blocks/silu.hpp"
 
 namespace tessera::mamba {
 
-// HF's and llama.cpp's softplus: log(1 + e^x), x itself above 20.
-inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+// HF's and llama.cpp's softplus, log(1 + e^x) (x itself above 20), in double
+// and branch-free, so that an `omp simd` loop vectorizes it: std::log1p is a
+// call per element, and took 7-9% of a Mamba-1 prefill. With u = e^-|x| <= 1,
+//   log(1 + e^x) = max(x, 0) + log1p(u),   log1p(u) = 2 atanh(s),  s = u / (2 + u) <= 1/3,
+// and atanh(s) = s (1 + s^2/3 + s^4/5 + ... + s^22/23) leaves < 2e-13
+// relative, so the float result is log1p(exp(x)) correctly rounded but for
+// rare ties (within one float ulp of it; ssm_test.cpp checks).
+inline float softplus(float x) {
+  const double xd = x;
+  const double u = blocks::exp_for_float(-std::fabs(xd));
+  const double s = u / (2.0 + u);
+  const double s2 = s * s;
+  double p = 1.0 / 23;
+  p = p * s2 + 1.0 / 21;
+  p = p * s2 + 1.0 / 19;
+  p = p * s2 + 1.0 / 17;
+  p = p * s2 + 1.0 / 15;
+  p = p * s2 + 1.0 / 13;
+  p = p * s2 + 1.0 / 11;
+  p = p * s2 + 1.0 / 9;
+  p = p * s2 + 1.0 / 7;
+  p = p * s2 + 1.0 / 5;
+  p = p * s2 + 1.0 / 3;
+  p = p * s2 + 1.0;
+  const double y = (xd > 0.0 ? xd : 0.0) + 2.0 * s * p;
+  return x > 20.0f ? x : static_cast<float>(y);
+}
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // Rows of a sequence in a [rows, stride] buffer: element (t, i) at data[t * stride + i].
@@ -40,15 +68,19 @@ struct MutableRows {
 void causal_conv_silu(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv, const float* weight,
                       const float* bias, float* window, int64_t c0, int64_t c1);
 
-// Mamba-1's selective scan for channels [c0, c1); per token t and channel c:
-//   dt = softplus(dt_raw(t, c))
+// dt = softplus(dt) for the n values of `dt`, in place, vectorized (Mamba-1
+// applies it to dt_proj's output before the scan).
+void softplus_in_place(float* dt, int64_t n);
+
+// Mamba-1's selective scan for channels [c0, c1); per token t and channel c,
+// with dt(t, c) already through softplus (softplus_in_place):
 //   s[c, j] = exp(dt * A[c, j]) * s[c, j] + dt * x(t, c) * B(t, j)      j < d_state
 //   y(t, c) = sum_j s[c, j] * C(t, j) + D[c] * x(t, c)
-// The gate, y * silu(z), comes after (gate_rows). x, dt_raw: [n, >= channels];
+// The gate, y * silu(z), comes after (gate_row). x, dt: [n, >= channels];
 // b, c: [n, >= d_state]; A: [d_inner, d_state]; D: [d_inner];
 // state: [d_inner, d_state]; y: [n, >= channels].
 struct Mamba1Scan {
-  Rows x, dt_raw, b, c;
+  Rows x, dt, b, c;
   const float* a = nullptr;
   const float* d = nullptr;
   float* state = nullptr;
@@ -59,7 +91,7 @@ void mamba1_scan(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1);
 
 // Mamba-2's scan for heads [h0, h1); head h has channels [h P, (h + 1) P) and
 // reads B and C of group g = h / (n_head / n_group). Per token t:
-//   dt = softplus(dt_raw(t, h) + dt_bias[h]),  decay = exp(dt * A[h])
+//   dt = clamp(softplus(dt_raw(t, h) + dt_bias[h]), dt_min, dt_max),  decay = exp(dt * A[h])
 //   s[h, p, j] = decay * s[h, p, j] + dt * x(t, hP + p) * B(t, g N + j)
 //   y(t, hP + p) = sum_j s[h, p, j] * C(t, g N + j) + D[h] * x(t, hP + p)
 // The gate and norm come after (gated_group_rms_norm). x: [n, >= d_inner];
@@ -70,6 +102,7 @@ struct Mamba2Scan {
   const float* a = nullptr;
   const float* d = nullptr;
   const float* dt_bias = nullptr;
+  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();  // time_step_limit
   float* state = nullptr;
   MutableRows y;
   int64_t n_head = 0, head_dim = 0, n_group = 1, d_state = 0;

@@ -5,13 +5,16 @@
 // level (SSE2) 4 floats wide, at AVX2 8 with FMA. Without the flag they ran
 // one float at a time, a fifth of a mamba-130m decode step.
 #include "ssm_kernels.hpp"
+
+#include <algorithm>
+
 #include "tessera/blocks/silu.hpp"
 #include "tessera/fast_exp.hpp"
 
 namespace tessera::mamba::TESSERA_ISA_NAMESPACE {
 
 void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channels, int64_t d_conv, const float* weight,
-                      const float* bias, float* window, int64_t c0, int64_t c1) {
+                             const float* bias, float* window, int64_t c0, int64_t c1) {
   const int64_t taps = d_conv - 1;  // window rows
   for (int64_t t = 0; t < n; ++t) {
     const float* x = in.row(t);
@@ -40,13 +43,18 @@ void causal_conv_silu_kernel(Rows in, MutableRows out, int64_t n, int64_t channe
   }
 }
 
+void softplus_kernel(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) v[i] = softplus(v[i]);
+}
+
 void mamba1_scan_kernel(const Mamba1Scan& s, int64_t n, int64_t c0, int64_t c1) {
   const int64_t N = s.d_state;
   for (int64_t ch = c0; ch < c1; ++ch) {
     float* state = s.state + ch * N;  // [N]
     const float* a = s.a + ch * N;    // [N]
     for (int64_t t = 0; t < n; ++t) {
-      const float dt = softplus(s.dt_raw.row(t)[ch]);
+      const float dt = s.dt.row(t)[ch];
       const float x = s.x.row(t)[ch];
       const float x_dt = x * dt;
       const float* b = s.b.row(t);
@@ -70,7 +78,8 @@ void mamba2_scan_kernel(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1) 
     const int64_t g = h / heads_per_group;
     float* state = s.state + h * P * N;  // [P, N]
     for (int64_t t = 0; t < n; ++t) {
-      const float dt = softplus(s.dt_raw.row(t)[h] + s.dt_bias[h]);
+      // No std::clamp: it asserts low <= high; NaN passes through min and max.
+      const float dt = std::min(std::max(softplus(s.dt_raw.row(t)[h] + s.dt_bias[h]), s.dt_min), s.dt_max);
       const float decay = exp_nonpositive(dt * s.a[h]);
       const float* x = s.x.row(t) + h * P;
       const float* b = s.b.row(t) + g * N;

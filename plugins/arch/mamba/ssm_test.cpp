@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -20,13 +23,16 @@ struct Kernels {
                         int64_t);
   using Scan1 = void (*)(const Mamba1Scan&, int64_t, int64_t, int64_t);
   using Scan2 = void (*)(const Mamba2Scan&, int64_t, int64_t, int64_t);
+  using Softplus = void (*)(float*, int64_t);
   Conv conv;
   Scan1 scan1;
   Scan2 scan2;
+  Softplus softplus;
   static Kernels at(IsaLevel level) {
     return {isa_select<Conv>(TESSERA_ISA_TABLE(causal_conv_silu_kernel), level),
             isa_select<Scan1>(TESSERA_ISA_TABLE(mamba1_scan_kernel), level),
-            isa_select<Scan2>(TESSERA_ISA_TABLE(mamba2_scan_kernel), level)};
+            isa_select<Scan2>(TESSERA_ISA_TABLE(mamba2_scan_kernel), level),
+            isa_select<Softplus>(TESSERA_ISA_TABLE(softplus_kernel), level)};
   }
 };
 
@@ -68,11 +74,11 @@ struct Mamba1Case {
   explicit Mamba1Case(int64_t n = 16) : N(n) {}
   int64_t T = 13, C = 24, N = 16, K = 4;
   std::vector<float> x = random_values(T * C, -2, 2, 1);        // conv input [T, C]
-  std::vector<float> w = random_values(K * C, -0.5f, 0.5f, 2);   // [K, C] tap-major
+  std::vector<float> w = random_values(K * C, -0.5f, 0.5f, 2);  // [K, C] tap-major
   std::vector<float> bias = random_values(C, -0.2f, 0.2f, 3);
-  std::vector<float> dt = random_values(T * C, -4, 1, 4);        // before softplus
+  std::vector<float> dt = random_values(T * C, -4, 1, 4);  // before softplus
   std::vector<float> z = random_values(T * C, -2, 2, 5);
-  std::vector<float> bc = random_values(T * 2 * N, -1, 1, 6);    // [T, B | C]
+  std::vector<float> bc = random_values(T * 2 * N, -1, 1, 6);  // [T, B | C]
   std::vector<float> a = random_values(C * N, -3, -0.05f, 7);
   std::vector<float> d = random_values(C, -1, 1, 8);
 
@@ -80,11 +86,12 @@ struct Mamba1Case {
   void run(const Kernels& k, int64_t t0, int64_t t1, std::vector<float>& window, std::vector<float>& state,
            std::vector<float>& conv, std::vector<float>& y, int64_t c0, int64_t c1) const {
     const int64_t n = t1 - t0;
-    k.conv({x.data() + t0 * C, C}, {conv.data() + t0 * C, C}, n, C, K, w.data(), bias.data(),
-                     window.data(), c0, c1);
+    k.conv({x.data() + t0 * C, C}, {conv.data() + t0 * C, C}, n, C, K, w.data(), bias.data(), window.data(), c0, c1);
+    std::vector<float> delta(dt.begin() + t0 * C, dt.begin() + t1 * C);  // [n, C]
+    k.softplus(delta.data(), n * C);
     Mamba1Scan s;
     s.x = {conv.data() + t0 * C, C};
-    s.dt_raw = {dt.data() + t0 * C, C};
+    s.dt = {delta.data(), C};
     s.b = {bc.data() + t0 * 2 * N, 2 * N};
     s.c = {bc.data() + t0 * 2 * N + N, 2 * N};
     s.a = a.data();
@@ -158,10 +165,13 @@ struct Mamba2Case {
   std::vector<float> dt_bias = random_values(H, -1, 1, 14);
   std::vector<float> a = random_values(H, -4, -0.1f, 15);
   std::vector<float> d = random_values(H, -1, 1, 16);
+  double dt_min = 0.0, dt_max = std::numeric_limits<double>::infinity();  // time_step_limit
 
   void run(const Kernels& k, int64_t t0, int64_t t1, std::vector<float>& state, std::vector<float>& y, int64_t h0,
            int64_t h1) const {
     Mamba2Scan s;
+    s.dt_min = static_cast<float>(dt_min);
+    s.dt_max = static_cast<float>(dt_max);
     s.x = {x.data() + t0 * inner(), inner()};
     s.b = {bc.data() + t0 * 2 * G * N, 2 * G * N};
     s.c = {bc.data() + t0 * 2 * G * N + G * N, 2 * G * N};
@@ -184,7 +194,7 @@ struct Mamba2Case {
       const int64_t g = h / (H / G);
       std::vector<double> s(static_cast<size_t>(P * N), 0.0);
       for (int64_t t = 0; t < T; ++t) {
-        const double delta = softplus64(static_cast<double>(dt[t * H + h]) + dt_bias[h]);
+        const double delta = std::clamp(softplus64(static_cast<double>(dt[t * H + h]) + dt_bias[h]), dt_min, dt_max);
         const double decay = std::exp(delta * a[h]);
         for (int64_t p = 0; p < P; ++p) {
           const double u = x[t * inner() + h * P + p];
@@ -209,6 +219,21 @@ TEST_P(SsmLevel, Mamba2MatchesTheFloat64Equations) {
     m.run(kernels(), 0, m.T, state, y, 0, m.H);
     EXPECT_LT(relative_error(y, m.reference()), 2e-6) << "state size " << n;
   }
+}
+
+// Hugging Face's time_step_limit: dt clamped after softplus. The random dt
+// (softplus values of about 0.01 to 2) reach past both ends of [0.1, 0.8].
+TEST_P(SsmLevel, Mamba2ClampsTheTimeStepToItsLimit) {
+  Mamba2Case m(16);
+  m.dt_min = 0.1;
+  m.dt_max = 0.8;
+  std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
+  m.run(kernels(), 0, m.T, state, y, 0, m.H);
+  const std::vector<double> clamped = m.reference();
+  EXPECT_LT(relative_error(y, clamped), 2e-6);
+  m.dt_min = 0.0;
+  m.dt_max = std::numeric_limits<double>::infinity();
+  EXPECT_GT(relative_error(y, m.reference()), 1e-2) << "the limit changed nothing: widen the test's dt range";
 }
 
 TEST_P(SsmLevel, Mamba2GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
@@ -242,10 +267,42 @@ TEST(GatedGroupRmsNorm, GatesThenNormsEachGroupOnItsOwn) {
   EXPECT_LT(relative_error(y, ref), 1e-6);
 }
 
+// The float nearest to log1p(exp(x)) computed in float64, and how far `got`
+// is from it in float ulps.
+int64_t ulps_from_softplus64(float got, float x) {
+  const auto want = static_cast<float>(softplus64(x));
+  return std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(got)) - std::bit_cast<int32_t>(want));
+}
+
 TEST(Softplus, FollowsLogOnePlusExpAndPassesLargeValues) {
   EXPECT_FLOAT_EQ(softplus(0.0f), std::log(2.0f));
   EXPECT_FLOAT_EQ(softplus(-30.0f), static_cast<float>(std::log1p(std::exp(-30.0))));
   EXPECT_EQ(softplus(25.0f), 25.0f);
+  EXPECT_EQ(softplus(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(softplus(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(softplus(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Every level's vectorized softplus against float64 log1p(exp(x)) on a dense
+// sweep of [-110, 30] (beyond -104 the result underflows to 0; 20 is the
+// threshold above which x itself is returned): within one float ulp, and
+// exactly equal for all but a handful of values.
+TEST_P(SsmLevel, SoftplusIsWithinAnUlpOfFloat64) {
+  std::vector<float> x;
+  for (float v = -110.0f; v <= 30.0f; v += 0.00390625f) x.push_back(v);  // 2^-8 steps
+  const std::vector<float> xs = random_values(20000, -25.0f, 25.0f, 31);
+  x.insert(x.end(), xs.begin(), xs.end());
+  std::vector<float> y = x;
+  kernels().softplus(y.data(), static_cast<int64_t>(y.size()));
+  int64_t off_by_one = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t ulps = ulps_from_softplus64(y[i], x[i]);
+    ASSERT_LE(ulps, 1) << "softplus(" << x[i] << ") = " << y[i] << ", float64 gives " << softplus64(x[i]);
+    off_by_one += ulps;
+  }
+  std::printf("%s: %lld of %zu values one float ulp from float64's, the rest equal\n",
+              std::string(isa_level_name(GetParam())).c_str(), static_cast<long long>(off_by_one), x.size());
+  EXPECT_LT(off_by_one, static_cast<int64_t>(x.size() / 1000));
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, SsmLevel,
