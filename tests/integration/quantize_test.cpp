@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "engine/perplexity.hpp"
 #include "engine/quantize_model.hpp"
@@ -27,6 +29,29 @@ fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("tessera_quantize_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir / name;
+}
+
+// Mean over positions of KL(P || Q), P and Q the softmaxes of rows of
+// `p_logits` and `q_logits` ([positions, vocab] each), in float64.
+double mean_kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits, int64_t vocab) {
+  const size_t rows = p_logits.size() / static_cast<size_t>(vocab);
+  const auto log_sum_exp = [vocab](const float* row) {
+    const double top = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - top);
+    return top + std::log(sum);
+  };
+  double total = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* p = p_logits.data() + r * vocab;
+    const float* q = q_logits.data() + r * vocab;
+    const double p_norm = log_sum_exp(p), q_norm = log_sum_exp(q);
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double log_p = p[v] - p_norm, log_q = q[v] - q_norm;
+      total += std::exp(log_p) * (log_p - log_q);
+    }
+  }
+  return total / static_cast<double>(rows);
 }
 
 // Ordinary English, repeated: the tokens calibration needs, without a file.
@@ -247,22 +272,50 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   ASSERT_TRUE(searched_file.ok()) << searched_file.status().message();
   EXPECT_EQ((*searched_file)->gguf()->get_int("tessera.quantize.smoothquant_alpha_search").value_or(0), 10);
 
+  // How far each file moved the model: the mean KL divergence of its
+  // next-token distributions from the input's over a stretch of text. (The
+  // perplexities are printed, not compared: on ~300 tokens a quantized file
+  // can score better than its input, and did on a Zen 3 machine, which says
+  // nothing about keeping the model.)
   const std::string text = calibration_text().substr(0, 1200);
-  double ppl[4] = {0, 0, 0, 0};
   const fs::path files[4] = {kModel, plain, smooth, searched};
+  std::vector<int32_t> ids;
+  std::vector<float> reference;  // the input's logits [ids, vocab]
+  int64_t vocab = 0;
+  double ppl[4] = {0, 0, 0, 0}, kl[4] = {0, 0, 0, 0};
   for (int i = 0; i < 4; ++i) {
     auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", files[i].string()}});
     ASSERT_TRUE(session);
     auto r = compute_perplexity(*session, text, 96);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ppl[i] = r->ppl;
+    if (i == 0) {
+      ids = session->tokenizer().encode(text);
+      ids.resize(std::min<size_t>(ids.size(), 192));
+      vocab = session->vocab_size();
+    }
+    auto logits = session->score(ids);
+    ASSERT_TRUE(logits.ok()) << logits.status().message();
+    if (i == 0)
+      reference = std::move(logits).value();
+    else
+      kl[i] = mean_kl_divergence(reference, *logits, vocab);
   }
-  std::printf("[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f, alpha searched %.4f\n",
-              ppl[0], ppl[1], ppl[2], ppl[3]);
-  EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), std::fabs(std::log(ppl[1] / ppl[0])));
+  std::printf(
+      "[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f, alpha searched %.4f\n",
+      ppl[0], ppl[1], ppl[2], ppl[3]);
+  std::printf(
+      "[ info ] mean KL divergence from the input over %zu positions: INT8 W8A8 %.5f, SmoothQuant 0.5 %.5f, "
+      "alpha searched %.5f\n",
+      ids.size(), kl[1], kl[2], kl[3]);
+  // Both migrations must at least halve the divergence of no migration. The
+  // search minimises each group's own output error on 96 calibration
+  // tokens, which does not promise a smaller divergence of the whole model
+  // than alpha 0.5: on a Zen 3 machine it was 0.0070 against 0.5's 0.0064
+  // (both against 0.0366 without migration), so the two are not ordered here.
+  EXPECT_LT(kl[2], kl[1] / 2) << "SmoothQuant 0.5 did not halve no migration's divergence";
+  EXPECT_LT(kl[3], kl[1] / 2) << "the searched alphas did not halve no migration's divergence";
   EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), 0.03) << "more than 3% apart";
-  EXPECT_LT(std::fabs(std::log(ppl[3] / ppl[0])), std::fabs(std::log(ppl[2] / ppl[0])))
-      << "the searched alphas do worse than 0.5 for every group";
 }
 
 // A weight stored as i8 without its row scales is refused by name.
