@@ -95,7 +95,7 @@ Result<json> parse_hf_json(std::string_view text, const std::string& source) {
   json parsed;
   try {
     parsed = json::parse(quote_python_floats(text));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     return CorruptData(source + ": not valid JSON: " + e.what());
   }
   if (!unquote_floats(parsed))

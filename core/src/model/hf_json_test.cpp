@@ -48,7 +48,8 @@ TEST(HfJson, TokensInsideStringsAreLeftAlone) {
 }
 
 TEST(HfJson, MalformedTextIsCorruptDataNamingTheSource) {
-  for (std::string_view text : {"{\"a\": Inf}", "{\"a\": Infinityx}", "{\"a\": NaN", "[Infinity,", "\"open"}) {
+  // 1e999 is a parse error of another kind (nlohmann's out_of_range).
+  for (std::string_view text : {"{\"a\": Inf}", "{\"a\": Infinityx}", "{\"a\": NaN", "[Infinity,", "\"open", "[1e999]"}) {
     auto j = parse_hf_json(text, "bad.json");
     ASSERT_FALSE(j.ok()) << text;
     EXPECT_EQ(j.status().code(), StatusCode::corrupt_data) << text;

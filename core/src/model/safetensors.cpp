@@ -100,7 +100,7 @@ Status SafetensorsFile::parse_header() {
   json header;
   try {
     header = json::parse(text, text + header_len);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     return corrupt(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) return corrupt("header is not a JSON object");

@@ -55,6 +55,7 @@ TEST(Safetensors, BadHeaders) {
   SafetensorsBuilder ok;
   ok.add("a", "F32", {2}, 8);
   expect_error(ok.with_header_text("{\"a\": "), "not valid JSON");
+  expect_error(ok.with_header_text("{\"a\": 1e999}"), "not valid JSON");  // nlohmann's out_of_range
   expect_error(ok.with_header_text("[1, 2]"), "not a JSON object");
   auto huge = ok.bytes();
   const uint64_t n = ~uint64_t{0};

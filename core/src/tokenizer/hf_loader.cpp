@@ -30,6 +30,8 @@ Result<json> parse_json(std::string_view text, const std::string& source) {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return InvalidArgument(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const json::exception& e) {  // out_of_range for a number like 1e999
+    return InvalidArgument(source + ": invalid JSON: " + e.what());
   }
 }
 

@@ -88,6 +88,10 @@ TEST(TokenizerJson, BadInputIsAClearError) {
   auto spec = tokenizer_spec_from_hf_json("{\"model\": ", "", "x/tokenizer.json");
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("x/tokenizer.json: invalid JSON"), std::string::npos);
+  // A number past a double's range is nlohmann's out_of_range, not a parse_error.
+  auto overflow = tokenizer_spec_from_hf_json("{\"model\": 1e999}", "", "x/tokenizer.json");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("x/tokenizer.json: invalid JSON"), std::string::npos);
 
   json no_model = tiny_json(false);
   no_model.erase("model");
