@@ -536,7 +536,8 @@ TEST(MambaFiles, Mamba2TimeStepLimitIsReadInBothSpellingsAndApplied) {
   EXPECT_NE(limited, checked_in) << "a limit of [0.05, 0.1] changed no logit: is it applied?";
 
   for (const nlohmann::json& bad : {nlohmann::json{0.5, 0.1}, nlohmann::json{-1.0, 1.0}, nlohmann::json{0.1},
-                                    nlohmann::json{"@NaN", 1.0}, nlohmann::json{0.0, "x"}}) {
+                                    nlohmann::json{"@NaN", 1.0}, nlohmann::json{0.0, "x"},
+                                    nlohmann::json{0.0, {{"__float__", "1e9"}}}, nlohmann::json{{"low", 0.0}}}) {
     const std::string error = open_error_of_hf_copy("mamba2-hf", {{"time_step_limit", bad}});
     EXPECT_NE(error.find("time_step_limit"), std::string::npos) << bad.dump() << ": " << error;
   }

@@ -48,6 +48,7 @@ double mean_kl_divergence(const std::vector<float>& p_logits, const std::vector<
     const double p_norm = log_sum_exp(p), q_norm = log_sum_exp(q);
     for (int64_t v = 0; v < vocab; ++v) {
       const double log_p = p[v] - p_norm, log_q = q[v] - q_norm;
+      if (std::isinf(log_p)) continue;  // a masked token: p = 0 adds nothing (0 * -inf is NaN)
       total += std::exp(log_p) * (log_p - log_q);
     }
   }
@@ -276,7 +277,7 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   // next-token distributions from the input's over a stretch of text. (The
   // perplexities are printed, not compared: on ~300 tokens a quantized file
   // can score better than its input, and did on a Zen 3 machine, which says
-  // nothing about keeping the model.)
+  // nothing about keeping the model.) 0.0064 for SmoothQuant 0.5 there.
   const std::string text = calibration_text().substr(0, 1200);
   const fs::path files[4] = {kModel, plain, smooth, searched};
   std::vector<int32_t> ids;
@@ -315,7 +316,7 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   // (both against 0.0366 without migration), so the two are not ordered here.
   EXPECT_LT(kl[2], kl[1] / 2) << "SmoothQuant 0.5 did not halve no migration's divergence";
   EXPECT_LT(kl[3], kl[1] / 2) << "the searched alphas did not halve no migration's divergence";
-  EXPECT_LT(std::fabs(std::log(ppl[2] / ppl[0])), 0.03) << "more than 3% apart";
+  EXPECT_LT(kl[2], 0.02) << "SmoothQuant 0.5 moved the model further than a KL divergence of 0.02";
 }
 
 // A weight stored as i8 without its row scales is refused by name.

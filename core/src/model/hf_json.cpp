@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
+
+#include "io/read_file.hpp"
 
 namespace tessera {
 
@@ -104,12 +104,9 @@ Result<json> parse_hf_json(std::string_view text, const std::string& source) {
 }
 
 Result<json> read_hf_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Unavailable(path.string() + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Unavailable(path.string() + ": read error");
-  return parse_hf_json(text.str(), path.string());
+  auto text = read_file(path, "JSON file");
+  if (!text.ok()) return text.status();
+  return parse_hf_json(*text, path.string());
 }
 
 }  // namespace tessera

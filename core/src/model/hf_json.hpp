@@ -21,7 +21,7 @@ namespace tessera {
 // Parses `text` (errors name `source`).
 Result<nlohmann::json> parse_hf_json(std::string_view text, const std::string& source);
 
-// Reads and parses the file at `path`.
+// Reads and parses the file at `path` (a missing or unreadable file: io/read_file.hpp's errors).
 Result<nlohmann::json> read_hf_json(const std::filesystem::path& path);
 
 }  // namespace tessera

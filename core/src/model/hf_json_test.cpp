@@ -66,10 +66,13 @@ TEST(HfJson, NestingDeeperThanAnyConfigIsRefused) {
   }
 }
 
-TEST(HfJson, AMissingFileIsUnavailable) {
-  auto j = read_hf_json(std::filesystem::path("/nonexistent/tessera/config.json"));
-  ASSERT_FALSE(j.ok());
-  EXPECT_EQ(j.status().code(), StatusCode::unavailable);
+TEST(HfJson, AMissingFileOrADirectoryIsNamed) {
+  auto missing = read_hf_json(std::filesystem::path("/nonexistent/tessera/config.json"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::not_found);
+  auto directory = read_hf_json(std::filesystem::temp_directory_path());
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("is a directory"), std::string::npos) << directory.status().message();
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tessera/blocks/metadata_reader.hpp"
 
+#include <cmath>
+
 namespace tessera::blocks {
 
 namespace {
@@ -34,7 +36,9 @@ Status MetadataReader::real(std::string_view key, double& out) const {
   const std::string k = full(key);
   if (absent(m.type(k))) return Status::Ok();
   const auto v = m.get_real(k);
-  if (!v) return CorruptData(where(key) + " must be a number");
+  // config.json may spell Infinity and NaN (model/hf_json.hpp); no
+  // hyper-parameter read this way (epsilons, RoPE bases, scales) is one.
+  if (!v || !std::isfinite(*v)) return CorruptData(where(key) + " must be a finite number");
   out = *v;
   return Status::Ok();
 }

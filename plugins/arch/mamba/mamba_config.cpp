@@ -63,7 +63,16 @@ Status read_gguf(const WeightStore& store, MambaConfig& c) {
 Status read_time_step_limit(const WeightStore& store, const MetadataReader& r, MambaConfig& c) {
   const Metadata& meta = store.metadata();
   constexpr std::string_view key = "time_step_limit";
-  if (const MetaType type = meta.type(key); type == MetaType::none || type == MetaType::null) return Status::Ok();
+  const MetaType type = meta.type(key);
+  if (type == MetaType::null) return Status::Ok();
+  if (type == MetaType::none) {
+    // An object, or a list holding objects or lists, is flattened into dotted
+    // keys (model/metadata.hpp): present, but no list of two numbers.
+    for (size_t i = 0; i < meta.size(); ++i)
+      if (meta.key(i).starts_with("time_step_limit."))
+        return CorruptData(r.where(key) + " must be two numbers [low, high] with 0 <= low <= high");
+    return Status::Ok();
+  }
   const std::optional<double> low = meta.get_real(key, 0), high = meta.get_real(key, 1);
   if (meta.array_length(key) != 2 || !low || !high || !(*low >= 0.0) || !(*high >= *low))
     return CorruptData(r.where(key) + " must be two numbers [low, high] with 0 <= low <= high");
@@ -178,10 +187,9 @@ std::vector<HyperParameter> describe_mamba_config(const MambaConfig& c) {
     out.push_back({"ssm_head_count", c.n_head});
     out.push_back({"ssm_head_dim", c.head_dim});
     out.push_back({"ssm_group_count", c.n_group});
-    if (c.dt_min != 0.0 || !std::isinf(c.dt_max)) {
-      out.push_back({"ssm_dt_min", c.dt_min});
-      out.push_back({"ssm_dt_max", c.dt_max});
-    }
+    // time_step_limit, where it clamps (an infinite end is left out: JSON has no infinity).
+    if (c.dt_min > 0.0) out.push_back({"ssm_dt_min", c.dt_min});
+    if (std::isfinite(c.dt_max)) out.push_back({"ssm_dt_max", c.dt_max});
   } else {
     out.push_back({"ssm_time_step_rank", c.dt_rank});
   }

@@ -22,8 +22,9 @@ namespace tessera::mamba {
 // call per element, and took 7-9% of a Mamba-1 prefill. With u = e^-|x| <= 1,
 //   log(1 + e^x) = max(x, 0) + log1p(u),   log1p(u) = 2 atanh(s),  s = u / (2 + u) <= 1/3,
 // and atanh(s) = s (1 + s^2/3 + s^4/5 + ... + s^22/23) leaves < 2e-13
-// relative, so the float result is log1p(exp(x)) correctly rounded but for
-// rare ties (within one float ulp of it; ssm_test.cpp checks).
+// relative, so the float result is log1p(exp(x)) correctly rounded except
+// where that lies within ~1e-13 of a rounding boundary (then one float ulp
+// off; ssm_test.cpp checks).
 inline float softplus(float x) {
   const double xd = x;
   const double u = blocks::exp_for_float(-std::fabs(xd));

@@ -3,6 +3,8 @@
 // and how it names a Hugging Face checkpoint's tensors.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 #include <vector>
 
@@ -221,7 +223,11 @@ TEST(LlamaHparams, ClearErrorsNameTheFileAndTheKey) {
   expect(e, "RoPE scaling type 'dynamic' is not supported");
   MetaStore f = llama_hf();
   f.meta.set("rms_norm_eps", std::string("small"));
-  expect(f, "'rms_norm_eps' must be a number");
+  expect(f, "'rms_norm_eps' must be a finite number");
+  // config.json may spell Infinity (Python's json); no hyper-parameter is one.
+  MetaStore inf = llama_hf();
+  inf.meta.set("rope_theta", std::numeric_limits<double>::infinity());
+  expect(inf, "'rope_theta' must be a finite number");
   MetaStore g = llama_hf();
   g.meta.set("num_key_value_heads", int64_t{3});
   auto config = resolve_config(g);

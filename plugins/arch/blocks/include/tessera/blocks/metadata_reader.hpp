@@ -24,7 +24,7 @@ class MetadataReader {
   // An integer >= `min` (0 or 1). Absent (or JSON null): `fallback`, or an
   // error when there is none.
   Status integer(std::string_view key, int64_t& out, int64_t min, std::optional<int64_t> fallback = std::nullopt) const;
-  // A number; absent or null leaves `out` as it is.
+  // A finite number; absent or null leaves `out` as it is.
   Status real(std::string_view key, double& out) const;
   // true/false; absent or null leaves `out` as it is.
   Status boolean(std::string_view key, bool& out) const;
