@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -121,45 +120,45 @@ uint32_t word_at(const TensorRef& t, int64_t index) {
   return w;
 }
 
-// Reads value q and zero z of any (output row, input column) of one layer,
-// whatever the packing.
-class PackedLayer {
- public:
-  virtual ~PackedLayer() = default;
-  virtual int32_t value(int64_t out, int64_t in) const = 0;
-  virtual int32_t zero(int64_t group, int64_t out) const = 0;
-};
+// Readers of value q and zero z of any (output row, input column) of one
+// layer, one per packing; repack_blocks is instantiated for each, so the
+// per-weight reads inline. Bits are 4 or 8 (read_settings refuses others),
+// so a word's values per word (8 or 4) divide by shifts.
 
-class GptqLayer final : public PackedLayer {
+// GPTQ: qweight [in / per_word, out], values of consecutive input columns in
+// one word, low bits first; qzeros [groups, out / per_word] the same way
+// along the outputs.
+class GptqLayer {
  public:
   GptqLayer(const TensorRef& qweight, const TensorRef& qzeros, int32_t bits, int32_t zero_offset, int64_t out)
-      : qweight_(qweight), qzeros_(qzeros), bits_(bits), per_word_(32 / bits), mask_((1u << bits) - 1),
-        zero_offset_(zero_offset), out_(out) {}
-  int32_t value(int64_t out, int64_t in) const override {
-    const uint32_t w = word_at(qweight_, (in / per_word_) * out_ + out);
-    return static_cast<int32_t>((w >> (bits_ * (in % per_word_))) & mask_);
+      : qweight_(qweight), qzeros_(qzeros), bits_(bits), per_word_log2_(bits == 4 ? 3 : 2),
+        mask_((1u << bits) - 1), zero_offset_(zero_offset), out_(out) {}
+  int32_t value(int64_t out, int64_t in) const {
+    const uint32_t w = word_at(qweight_, (in >> per_word_log2_) * out_ + out);
+    return static_cast<int32_t>((w >> (bits_ * (in & per_word_mask()))) & mask_);
   }
-  int32_t zero(int64_t group, int64_t out) const override {
-    const uint32_t w = word_at(qzeros_, group * (out_ / per_word_) + out / per_word_);
-    return static_cast<int32_t>((w >> (bits_ * (out % per_word_))) & mask_) + zero_offset_;
+  int32_t zero(int64_t group, int64_t out) const {
+    const uint32_t w = word_at(qzeros_, group * (out_ >> per_word_log2_) + (out >> per_word_log2_));
+    return static_cast<int32_t>((w >> (bits_ * (out & per_word_mask()))) & mask_) + zero_offset_;
   }
 
  private:
+  int64_t per_word_mask() const { return (int64_t{1} << per_word_log2_) - 1; }
   const TensorRef& qweight_;
   const TensorRef& qzeros_;
-  int32_t bits_, per_word_;
+  int32_t bits_, per_word_log2_;
   uint32_t mask_;
   int32_t zero_offset_;
   int64_t out_;
 };
 
-class AwqLayer final : public PackedLayer {
+// AWQ GEMM: qweight [in, out / 8] and qzeros [groups, out / 8], eight output
+// columns per word.
+class AwqLayer {
  public:
   AwqLayer(const TensorRef& qweight, const TensorRef& qzeros, int64_t out) : qweight_(qweight), qzeros_(qzeros), out_(out) {}
-  int32_t value(int64_t out, int64_t in) const override { return nibble(word_at(qweight_, in * (out_ / 8) + out / 8), out); }
-  int32_t zero(int64_t group, int64_t out) const override {
-    return nibble(word_at(qzeros_, group * (out_ / 8) + out / 8), out);
-  }
+  int32_t value(int64_t out, int64_t in) const { return nibble(word_at(qweight_, in * (out_ / 8) + out / 8), out); }
+  int32_t zero(int64_t group, int64_t out) const { return nibble(word_at(qzeros_, group * (out_ / 8) + out / 8), out); }
 
  private:
   // Output column r of a word's eight sits in nibble kSlot[r] (AutoAWQ packs
@@ -181,7 +180,8 @@ void write_f16(std::byte* dst, float value) {
 // The block type that holds every s·(q − z) of a layer exactly: Q4_1 when
 // each offset −s·z is an f16 (always for symmetric files), else Q5_0, whose
 // 5-bit x = q − z + 16 covers q − z in [−16, 15]; Q8_0 for 8 bits.
-DType exact_block_type(const PackedLayer& layer, const TensorRef& scales, int32_t bits, int64_t groups, int64_t out) {
+template <class Layer>
+DType exact_block_type(const Layer& layer, const TensorRef& scales, int32_t bits, int64_t groups, int64_t out) {
   if (bits == 8) return DType::q8_0;
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t o = 0; o < out; ++o) {
@@ -192,17 +192,37 @@ DType exact_block_type(const PackedLayer& layer, const TensorRef& scales, int32_
   return DType::q4_1;
 }
 
-// Blocks of one layer, [out, in] with columns in `order`; `group_of` per input column.
-Result<std::vector<std::byte>> repack_blocks(const PackedLayer& layer, const TensorRef& scales, DType dtype,
-                                             int64_t out, int64_t in, const std::vector<int32_t>& order,
-                                             const std::vector<int32_t>& group_of, const std::string& what) {
+struct Blocks {
+  DType dtype = DType::f32;
+  std::vector<std::byte> bytes;  // [out, in / 32] blocks of dtype
+};
+
+// One layer as blocks of its exact_block_type, [out, in] with columns in
+// `order`; `group_of` per input column. Rows are independent, so they are
+// split over the OpenMP team (a 7B model has ~2 billion weights to move);
+// nothing in the loop allocates or throws, and 8-bit zero points are
+// checked before it.
+template <class Layer>
+Result<Blocks> repack_blocks(const Layer& layer, const TensorRef& scales, int32_t bits, int64_t out, int64_t in,
+                             int64_t groups, const std::vector<int32_t>& order, const std::vector<int32_t>& group_of,
+                             const std::string& what) {
+  const DType dtype = exact_block_type(layer, scales, bits, groups, out);
+  if (dtype == DType::q8_0) {
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t o = 0; o < out; ++o)
+        if (const int32_t z = layer.zero(g, o); z != 128)
+          return Unsupported(fmt::format("{}: row {} has zero point {}; 8-bit weights are supported symmetric only "
+                                         "(zero 128)",
+                                         what, o, z));
+  }
   const int64_t block_bytes = dtype_info(dtype).block_bytes;
   const int64_t blocks_per_row = in / kBlock;
-  std::vector<std::byte> blocks(static_cast<size_t>(out * blocks_per_row * block_bytes));
-  std::array<int32_t, kBlock> q{};
+  Blocks blocks{dtype, std::vector<std::byte>(static_cast<size_t>(out * blocks_per_row * block_bytes))};
+#pragma omp parallel for schedule(static) if (out * in >= (int64_t{1} << 20))
   for (int64_t o = 0; o < out; ++o) {
+    std::array<int32_t, kBlock> q{};
     for (int64_t b = 0; b < blocks_per_row; ++b) {
-      std::byte* block = blocks.data() + (o * blocks_per_row + b) * block_bytes;
+      std::byte* block = blocks.bytes.data() + (o * blocks_per_row + b) * block_bytes;
       const int32_t group = group_of[order[b * kBlock]];
       const float s = scale_at(scales, group * out + o);  // an f16 value (checked)
       const int32_t z = layer.zero(group, o);
@@ -223,11 +243,7 @@ Result<std::vector<std::byte>> repack_blocks(const PackedLayer& layer, const Ten
           qh |= ((lo >> 4) << j) | ((hi >> 4) << (j + kBlock / 2));
         }
         std::memcpy(block + 2, &qh, 4);
-      } else {  // d·q8
-        if (z != 128)
-          return Unsupported(fmt::format("{}: row {} has zero point {}; 8-bit weights are supported symmetric only "
-                                         "(zero 128)",
-                                         what, o, z));
+      } else {  // d·q8, z = 128 (checked above)
         auto* qs = reinterpret_cast<int8_t*>(block + 2);
         for (int64_t j = 0; j < kBlock; ++j) qs[j] = static_cast<int8_t>(q[j] - 128);
       }
@@ -315,19 +331,18 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
                                        what, group_of[order[b * kBlock + j]], kBlock));
   }
 
-  std::unique_ptr<PackedLayer> layer;
-  if (s.method == "gptq") layer = std::make_unique<GptqLayer>(qw, qz, s.bits, s.zero_offset, out);
-  else layer = std::make_unique<AwqLayer>(qw, qz, out);
-  const DType dtype = exact_block_type(*layer, sc, s.bits, groups, out);
-  auto blocks = repack_blocks(*layer, sc, dtype, out, in, order, group_of, what);
+  auto blocks = s.method == "gptq"
+                    ? repack_blocks(GptqLayer(qw, qz, s.bits, s.zero_offset, out), sc, s.bits, out, in, groups, order,
+                                    group_of, what)
+                    : repack_blocks(AwqLayer(qw, qz, out), sc, s.bits, out, in, groups, order, group_of, what);
   if (!blocks.ok()) return blocks.status();
 
   RepackedLinearWeight w;
   w.name = base + ".weight";
-  w.dtype = dtype;
+  w.dtype = blocks->dtype;
   w.out_features = out;
   w.in_features = in;
-  w.blocks = std::move(blocks).value();
+  w.blocks = std::move(blocks->bytes);
   if (!in_order) w.input_order = std::move(order);
   return w;
 }
