@@ -5,23 +5,17 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ssm.hpp"
+#include "ssm_testing.hpp"
 
 namespace tessera::mamba {
 namespace {
 
 constexpr int64_t kTokens = 512, kChannels = 1536, kState = 16;
 
-std::vector<float> random_values(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::random_values;
 
 // dt_proj's outputs of real models sit mostly in [-8, 2].
 const std::vector<float>& dt_raw() {

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "ssm_kernels.hpp"
+#include "ssm_testing.hpp"
 
 namespace tessera::mamba {
 
@@ -47,13 +47,7 @@ class SsmLevel : public ::testing::TestWithParam<IsaLevel> {
   Kernels kernels() const { return Kernels::at(GetParam()); }
 };
 
-std::vector<float> random_values(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::random_values;
 
 double silu64(double x) { return x / (1.0 + std::exp(-x)); }
 double softplus64(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
