@@ -156,6 +156,22 @@ void q6_k_rows(const BlockQ6K* __restrict x, float* __restrict y, int64_t n_bloc
   }
 }
 
+// f16 and bf16 rows, any n: both conversions are exact. F16C's vcvtph2ps
+// where the level has it; bf16 is the top half of an f32, a shift the
+// compiler vectorizes.
+void f16_rows(const uint16_t* x, float* y, int64_t n) {
+#if defined(__F16C__) && defined(__AVX__)
+  f16c::f16_to_f32_n(x, y, n);
+#else
+  f16_to_f32_n(x, y, n);
+#endif
+}
+
+void bf16_rows(const uint16_t* __restrict x, float* __restrict y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(x[i]);
+}
+
 }  // namespace
 
 bool dequantize_row_kernel(DType type, const void* x, float* y, int64_t n) {
@@ -167,6 +183,8 @@ bool dequantize_row_kernel(DType type, const void* x, float* y, int64_t n) {
     case DType::q4_k: q4_k_rows(static_cast<const BlockQ4K*>(x), y, n / kSuperBlock); return true;
     case DType::q5_k: q5_k_rows(static_cast<const BlockQ5K*>(x), y, n / kSuperBlock); return true;
     case DType::q6_k: q6_k_rows(static_cast<const BlockQ6K*>(x), y, n / kSuperBlock); return true;
+    case DType::f16: f16_rows(static_cast<const uint16_t*>(x), y, n); return true;
+    case DType::bf16: bf16_rows(static_cast<const uint16_t*>(x), y, n); return true;
     default: return false;
   }
 }

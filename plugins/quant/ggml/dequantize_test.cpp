@@ -2,6 +2,9 @@
 // from the ggml layouts (comments), not from the code under test.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -225,7 +228,32 @@ TEST(Dequantize, FastRowsAreTheReferenceBits) {
     EXPECT_EQ(std::memcmp(fast.data(), ref.data(), kN * sizeof(float)), 0) << dtype_name(c.type);
   }
   float y[32];
-  EXPECT_FALSE(dequantize_row_fast(DType::f16, q4_1.data(), y, 32));  // not handled: the caller falls back
+  EXPECT_FALSE(dequantize_row_fast(DType::q5_0, q4_1.data(), y, 32));  // not handled: the caller falls back
+}
+
+// f16 and bf16 rows (FloatLinear widens them for its tiles): every one of the
+// 65,536 bit patterns, in a row whose length is not a multiple of the SIMD
+// width, gives the reference's bits. NaNs need only stay NaN: vcvtph2ps quiets
+// a signalling NaN, the portable conversion keeps its payload as it is.
+TEST(Dequantize, FastHalfRowsAreTheReferenceBits) {
+  constexpr int64_t kN = 65536 + 5;
+  std::vector<uint16_t> halves(kN);
+  for (int64_t i = 0; i < kN; ++i) halves[static_cast<size_t>(i)] = static_cast<uint16_t>(i * 40503u);
+  for (DType type : {DType::f16, DType::bf16}) {
+    std::vector<float> fast(kN + 1, -1.0f), ref(kN, -2.0f);  // [n + guard], [n]
+    ASSERT_TRUE(dequantize_row_fast(type, halves.data(), fast.data(), kN)) << dtype_name(type);
+    ASSERT_TRUE(dequantize_row(type, halves.data(), ref.data(), kN));
+    for (int64_t i = 0; i < kN; ++i) {
+      const auto at = static_cast<size_t>(i);
+      if (std::isnan(ref[at])) {
+        EXPECT_TRUE(std::isnan(fast[at])) << dtype_name(type) << " bits " << halves[at];
+      } else {
+        ASSERT_EQ(std::bit_cast<uint32_t>(fast[at]), std::bit_cast<uint32_t>(ref[at]))
+            << dtype_name(type) << " bits " << halves[at];
+      }
+    }
+    EXPECT_EQ(fast[kN], -1.0f) << dtype_name(type) << ": wrote past the row";
+  }
 }
 
 // The fast K-quant rows (Q4_K, Q5_K, Q6_K) against the reference, bit for bit:

@@ -50,13 +50,23 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     if (type_ == DType::bf16) dot = k.bf16;
     const FloatDotFn fused = n_rows == 1 ? fused_block_dot(k, type_) : nullptr;
     if (fused != nullptr) dot = fused;
-    // Otherwise block-format rows are dequantized to f32, kMaxFloatTileW at a
-    // time, and multiplied by f32 tiles (every block size divides by 32).
-    const bool dequantize = is_block_format(type_) && fused == nullptr;
+    // Tiled: kMaxFloatTileW weight rows at a time are widened to f32 once per
+    // chunk of activation rows (f32 rows are used where they lie) and
+    // multiplied with every activation row of the chunk by f32 tiles. Block
+    // formats without a fused dot always go this way. Plain floats do with
+    // several activation rows (prefill, verifying drafts): a lone dot waits on
+    // its two accumulator chains and widens the row again for every
+    // activation row, while a tile keeps 2 NW chains in flight; an f16 matrix
+    // of Qwen2.5-1.5B's size cost about 70 ms per extra row the dot way. With
+    // one row (a decode step) the dot reads each weight once, as fast as
+    // memory allows. The tiles sum in the dot's order when in_ is a multiple
+    // of 32 (kernels.hpp), so each row gets the bits it gets alone.
+    const bool tiled = is_block_format(type_) ? fused == nullptr : n_rows > 1 && in_ % 32 == 0;
+    const bool widen = tiled && type_ != DType::f32;
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;
     const size_t tile_floats = static_cast<size_t>(kMaxFloatTileW) * static_cast<size_t>(in_);
-    if (dequantize) {
+    if (widen) {
       const size_t needed = static_cast<size_t>(max_threads) * tile_floats;
       if (row_scratch_.size() < needed) row_scratch_.resize(needed);  // steady state: no allocation
     }
@@ -66,20 +76,24 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       const int nt = omp_get_num_threads();
       const int t = omp_get_thread_num();
       const RowRange wr = split_rows(out_, 1, t, nt);
-      float* rows = dequantize ? row_scratch_.data() + static_cast<size_t>(t) * tile_floats : nullptr;  // [4, in]
+      float* scratch = widen ? row_scratch_.data() + static_cast<size_t>(t) * tile_floats : nullptr;  // [4, in]
       for (int64_t x0 = 0; x0 < n_rows; x0 += kXChunk) {
         const int64_t x1 = std::min(n_rows, x0 + kXChunk);
-        if (!dequantize) {
+        if (!tiled) {
           for (int64_t r = wr.begin; r < wr.end; ++r)
             for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(weights_ + r * row_bytes_, x + i * in_, in_);
           continue;
         }
         for (int64_t r = wr.begin; r < wr.end; r += kMaxFloatTileW) {
           const int nw = static_cast<int>(std::min<int64_t>(kMaxFloatTileW, wr.end - r));
-          for (int j = 0; j < nw; ++j) {
-            const void* w = weights_ + (r + j) * row_bytes_;
-            float* row = rows + static_cast<size_t>(j) * in_;
-            if (!dequantize_row_fast(type_, w, row, in_)) dequantize_row(type_, w, row, in_);
+          const float* rows = reinterpret_cast<const float*>(weights_ + r * row_bytes_);  // [nw, in]
+          if (widen) {
+            for (int j = 0; j < nw; ++j) {
+              const void* w = weights_ + (r + j) * row_bytes_;
+              float* row = scratch + static_cast<size_t>(j) * in_;
+              if (!dequantize_row_fast(type_, w, row, in_)) dequantize_row(type_, w, row, in_);
+            }
+            rows = scratch;
           }
           for (int64_t i = x0; i < x1; i += kMaxFloatTileX) {
             const int nx = static_cast<int>(std::min<int64_t>(kMaxFloatTileX, x1 - i));

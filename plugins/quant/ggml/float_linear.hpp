@@ -1,11 +1,12 @@
 // float_linear.hpp: y = x·Wᵀ (+ b) computed in f32, for weights stored as
-// f32/f16/bf16 (converted on the fly inside the SIMD dot) and for block
-// formats (when the plugin's activations = "f32"; otherwise QuantLinear and
-// KQuantLinear take them): weight rows are dequantized to f32 a few at a time, then
-// multiplied with every activation row of the chunk by f32 tiles
-// (KernelTable::f32_tile). A single activation row with Q4_0/Q4_1/Q8_0
-// weights is dotted straight from the blocks instead (KernelTable::q4_1_f32,
-// ...), to the same bits.
+// f32/f16/bf16 and for block formats (when the plugin's activations = "f32";
+// otherwise QuantLinear and KQuantLinear take them). One activation row with
+// plain-float weights is dotted straight from them (f16/bf16 widened inside
+// the SIMD dot), as is one row with Q4_0/Q4_1/Q8_0 weights (KernelTable::
+// q4_1_f32, ...). Otherwise weight rows are widened or dequantized to f32 a
+// few at a time (f32 rows used in place) and multiplied with every activation
+// row of the chunk by f32 tiles (KernelTable::f32_tile). Either way a row gets
+// the same bits.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ class FloatLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  std::vector<float> row_scratch_;  // [threads, kMaxFloatTileW, in]: each thread's dequantized weight rows
+  std::vector<float> row_scratch_;  // [threads, kMaxFloatTileW, in]: each thread's widened weight rows
 };
 
 }  // namespace tessera::ggml

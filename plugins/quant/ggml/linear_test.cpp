@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -97,7 +99,8 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
   ASSERT_TRUE(level.ok());
   const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::f32, 72},
                         {DType::f16, 200},  {DType::bf16, 64},  {DType::q4_k, 512}, {DType::q5_k, 256},
-                        {DType::q6_k, 256}, {DType::q5_0, 576}, {DType::q5_1, 160}};
+                        {DType::q6_k, 256}, {DType::q5_0, 576}, {DType::q5_1, 160}, {DType::f16, 256},
+                        {DType::f32, 96}};  // f32 72, f16 200: the dot for every row; f32 96, f16 256, bf16 64: tiles
   constexpr int64_t kOut = 67;  // not a multiple of the tile height; with in = 576 Q4_1 it goes parallel
   for (const Case& c : cases) {
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
@@ -184,6 +187,34 @@ TEST_P(LinearLevel, FloatPathOnBlockFormatsIsTheExactProduct) {
           ASSERT_NEAR(y[i * kOut + r], ref, 1e-5 * abs_sum + 1e-6)
               << dtype_name(c.type) << " n=" << n << " row " << i << " out " << r;
         }
+      }
+    }
+  }
+}
+
+// FloatLinear gives each activation row of a batch the bits it gets alone, at
+// every level: one row is dotted straight from the weights (plain floats,
+// Q4_0/Q4_1/Q8_0), several go through f32 tiles of widened rows. Exact
+// speculative verification rests on it. Widths that are not a multiple of 32
+// (f16 200) keep the dot for every row.
+TEST_P(LinearLevel, FloatPathGivesEachRowOfABatchItsBitsAlone) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  testing::ScopedLevel level(GetParam());
+  ASSERT_TRUE(level.ok());
+  constexpr int64_t kOut = 67;
+  for (const Case& c : {Case{DType::f32, 96}, Case{DType::f16, 1536}, Case{DType::bf16, 64}, Case{DType::f16, 200},
+                        Case{DType::q4_0, 96}, Case{DType::q4_1, 576}, Case{DType::q8_0, 160}, Case{DType::q4_k, 512}}) {
+    const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in + 3));
+    FloatLinear linear(w.data(), c.type, kOut, c.in, {});
+    for (int64_t n : {2, 5, 40}) {  // 40: two activation chunks
+      const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 7 + c.in), 1.5f);
+      std::vector<float> batch(n * kOut, NAN), alone(kOut, NAN);
+      ASSERT_TRUE(linear.forward(x.data(), batch.data(), n).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(linear.forward(x.data() + i * c.in, alone.data(), 1).ok());
+        for (int64_t r = 0; r < kOut; ++r)
+          ASSERT_EQ(std::bit_cast<uint32_t>(batch[i * kOut + r]), std::bit_cast<uint32_t>(alone[r]))
+              << dtype_name(c.type) << " in " << c.in << " n=" << n << " row " << i << " out " << r;
       }
     }
   }
