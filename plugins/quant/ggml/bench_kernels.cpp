@@ -279,9 +279,13 @@ void BM_FloatRows(benchmark::State& state) {
   const auto values = random_x(out * in, 3);
   for (int64_t i = 0; i < out * in; ++i) {
     auto* dst = w.data() + i * static_cast<int64_t>(dtype_info(type).block_bytes);
-    if (type == DType::f32) std::memcpy(dst, &values[i], 4);
-    const uint16_t h = type == DType::f16 ? f32_to_f16(0.05f * values[i]) : f32_to_bf16(0.05f * values[i]);
-    if (type != DType::f32) std::memcpy(dst, &h, 2);
+    const float v = 0.05f * values[i];
+    if (type == DType::f32) {
+      std::memcpy(dst, &v, 4);
+    } else {
+      const uint16_t h = type == DType::f16 ? f32_to_f16(v) : f32_to_bf16(v);
+      std::memcpy(dst, &h, 2);
+    }
   }
   FloatLinear linear(w.data(), type, out, in, {});
   const auto x = random_x(rows * in, 5);

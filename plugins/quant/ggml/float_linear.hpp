@@ -34,7 +34,6 @@ class FloatLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  std::vector<float> row_scratch_;  // [threads, kMaxFloatTileW, in]: each thread's widened weight rows
 };
 
 }  // namespace tessera::ggml
