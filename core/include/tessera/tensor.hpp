@@ -41,6 +41,8 @@ enum class DType : uint32_t {
   q8_1 = 15,  // ggml block of 32: f16 scale, f16 sum, 32 int8 values (activations)
   q5_0 = 16,  // ggml block of 32: f16 scale, 32 high bits, 16 bytes of low 4 bits
   q5_1 = 17,  // ggml block of 32: f16 scale, f16 min, 32 high bits, 16 bytes of low 4 bits
+  q2_k = 18,  // ggml super-block of 256: 2-bit values, 4-bit sub-block scales and mins
+  q3_k = 19,  // ggml super-block of 256: 3-bit values, 6-bit sub-block scales
   count_      // not a type; keep last
 };
 
@@ -70,6 +72,8 @@ constexpr DTypeInfo dtype_info(DType t) {
       {"q8_1", 32, 36},
       {"q5_0", 32, 22},
       {"q5_1", 32, 24},
+      {"q2_k", 256, 84},
+      {"q3_k", 256, 110},
   }};
   const auto i = static_cast<size_t>(t);
   return i < table.size() ? table[i] : DTypeInfo{"invalid", 0, 0};

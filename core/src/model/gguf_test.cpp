@@ -111,7 +111,7 @@ TEST(GgufRoundTrip, EveryTensorTypeWithAlignment) {
       ASSERT_TRUE(w.add_tensor(name, *dt, dims, payloads.back()).ok()) << name;
       cases.emplace_back(name, *dt);
     }
-    ASSERT_EQ(cases.size(), 16u);
+    ASSERT_EQ(cases.size(), 18u);
     auto r = parse(w.to_bytes());
     ASSERT_TRUE(r.ok()) << r.status().message();
     const GgufFile& f = *r.value();
@@ -285,6 +285,8 @@ TEST(GgmlTypes, MappingMatchesTheSpec) {
   EXPECT_EQ(dtype_from_ggml(6), DType::q5_0);
   EXPECT_EQ(dtype_from_ggml(7), DType::q5_1);
   EXPECT_EQ(dtype_from_ggml(8), DType::q8_0);
+  EXPECT_EQ(dtype_from_ggml(10), DType::q2_k);
+  EXPECT_EQ(dtype_from_ggml(11), DType::q3_k);
   EXPECT_EQ(dtype_from_ggml(12), DType::q4_k);
   EXPECT_EQ(dtype_from_ggml(13), DType::q5_k);
   EXPECT_EQ(dtype_from_ggml(14), DType::q6_k);

@@ -32,7 +32,8 @@ struct GgmlTypeId {
 };
 constexpr GgmlTypeId kGgmlTypes[] = {
     {0, DType::f32},   {1, DType::f16},   {2, DType::q4_0},  {3, DType::q4_1},
-    {6, DType::q5_0},  {7, DType::q5_1},  {8, DType::q8_0},  {12, DType::q4_k}, {13, DType::q5_k}, {14, DType::q6_k},
+    {6, DType::q5_0},  {7, DType::q5_1},  {8, DType::q8_0},  {10, DType::q2_k}, {11, DType::q3_k}, {12, DType::q4_k},
+    {13, DType::q5_k}, {14, DType::q6_k},
     {24, DType::i8},   {25, DType::i16},  {26, DType::i32},  {27, DType::i64},
     {28, DType::f64},  {30, DType::bf16},
 };

@@ -91,6 +91,30 @@ struct BlockQ6K {
   uint16_t d;
 };
 
+// Q2_K and Q3_K: 16 sub-blocks of 16 elements. Element e keeps its low two
+// bits in qs[32 (e / 128) + e % 32], at bits 2j and 2j + 1 with
+// j = (e % 128) / 32. Q2_K: w = d * sc * q - dmin * mn with q in 0..3 and
+// sub-block s's sc and mn the low and high nibbles of scales[s].
+struct BlockQ2K {
+  uint8_t scales[kSuperBlock / 16];
+  uint8_t qs[kSuperBlock / 4];
+  uint16_t d;     // f16
+  uint16_t dmin;  // f16
+};
+
+// Q3_K: w = d * (sc - 32) * (q - 4 * (1 - hbit)), q the two low bits, hbit
+// bit 4 (e / 128) + j of hmask[e % 32]. The 6-bit sc of sub-block s: low four
+// bits in the low (s < 8) or high nibble of scales[s % 8], high two bits at
+// bits 2 (s / 4) of scales[8 + s % 4].
+struct BlockQ3K {
+  uint8_t hmask[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 4];
+  uint8_t scales[12];
+  uint16_t d;  // f16
+};
+
+static_assert(sizeof(BlockQ2K) == 84 && sizeof(BlockQ3K) == 110, "ggml's Q2_K and Q3_K sizes");
+
 // Activations for the K-quant formats: a super-block of 256, x = d * q with
 // d = max|x| / 127 in f32, and bsums[g] = sum of q over elements [16g, 16g + 16)
 // (the kernels remove Q4_K/Q5_K's minimum and Q6_K's - 32 through them).

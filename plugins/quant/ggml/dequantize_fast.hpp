@@ -20,8 +20,8 @@
 
 namespace tessera::ggml {
 
-// Q4_0, Q4_1 and Q8_0 rows of n values (a multiple of 32), Q4_K, Q5_K and
-// Q6_K rows (n a multiple of 256) and f16 and bf16 rows (any n); false for any
+// Q4_0, Q4_1 and Q8_0 rows of n values (a multiple of 32), Q2_K to Q6_K rows
+// (n a multiple of 256) and f16 and bf16 rows (any n); false for any
 // other type, which the caller then dequantizes with dequantize_row().
 bool dequantize_row_fast(DType type, const void* x, float* y, int64_t n);
 

@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dequantize_fast.hpp"
@@ -169,6 +173,94 @@ TEST(Dequantize, Q6K) {
   EXPECT_FLOAT_EQ(y[16], 0.0f);    // scales[1] = 0
 }
 
+TEST(Dequantize, Q2K) {
+  BlockQ2K b{};
+  b.d = kOne;
+  b.dmin = kHalf;
+  b.scales[5] = 0x23;  // elements 80..95: sc 3, mn 2
+  b.scales[15] = 0xF1; // elements 240..255: sc 1, mn 15
+  b.qs[20] = 0x20;     // element 84 (half 0, j = 2: bits 4-5 of qs[16 + 4]) q = 2 -> 3 * 2 - 0.5 * 2 = 5
+  b.qs[32 + 16 + 15] = 0xC0;  // element 255 (half 1, j = 3: bits 6-7 of qs[32 + 16 + 15]) q = 3 -> 3 - 7.5
+  std::vector<float> y(256);
+  dequantize_row_q2_k(&b, y.data(), 256);
+  EXPECT_FLOAT_EQ(y[84], 5.0f);
+  EXPECT_FLOAT_EQ(y[85], -1.0f);    // q = 0: only the minimum
+  EXPECT_FLOAT_EQ(y[255], -4.5f);
+  EXPECT_FLOAT_EQ(y[254], -7.5f);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);      // scales[0] = 0
+}
+
+TEST(Dequantize, Q3K) {
+  BlockQ3K b{};
+  b.d = kQuarter;
+  // Sub-block 10 (elements 160..175): sc = 45 = 0b10'1101, low nibble in the
+  // high nibble of scales[2], high bits at bits 4-5 of scales[8 + 2].
+  b.scales[2] = 0xD0;
+  b.scales[10] = 0x20;
+  b.qs[32 + 7] = 0x04;   // element 167 (half 1, j = 1: bits 2-3 of qs[32 + 7]): low bits 1
+  b.qs[32 + 8] = 0x0C;   // element 168: low bits 3
+  b.hmask[8] = 0x20;     // element 168: bit 4 * 1 + 1 set, no - 4
+  std::vector<float> y(256);
+  dequantize_row_q3_k(&b, y.data(), 256);
+  EXPECT_FLOAT_EQ(y[167], 0.25f * 13 * (1 - 4));
+  EXPECT_FLOAT_EQ(y[168], 0.25f * 13 * 3);
+  EXPECT_FLOAT_EQ(y[160], 0.25f * 13 * -4);
+  EXPECT_FLOAT_EQ(y[0], 0.25f * -32 * -4);  // every other scale byte 0: sc - 32 = -32
+}
+
+// The sub-block loops against the element-wise reading of blocks.hpp on
+// random blocks: element e takes bits 2j, 2j + 1 of qs[32 (e / 128) + e % 32]
+// (j = (e % 128) / 32), Q3_K bit 4 (e / 128) + j of hmask[e % 32], scale of
+// sub-block e / 16.
+TEST(Dequantize, Q2KAndQ3KFollowTheElementLayout) {
+  std::mt19937 rng(31);
+  auto fill = [&](auto& block) {
+    auto* p = reinterpret_cast<uint8_t*>(&block);
+    for (size_t i = 0; i < sizeof block; ++i) p[i] = static_cast<uint8_t>(rng());
+  };
+  BlockQ2K q2;
+  BlockQ3K q3;
+  fill(q2);
+  fill(q3);
+  q2.d = kTwo;
+  q2.dmin = kQuarter;
+  q3.d = kHalf;
+  std::vector<float> y2(256), y3(256);
+  dequantize_row_q2_k(&q2, y2.data(), 256);
+  dequantize_row_q3_k(&q3, y3.data(), 256);
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32, s = e / 16;
+    const int low = (q2.qs[32 * h + l] >> (2 * j)) & 3;
+    EXPECT_EQ(y2[e], 2.0f * (q2.scales[s] & 15) * low - 0.25f * (q2.scales[s] >> 4)) << "Q2_K element " << e;
+    const int sc_low = (s < 8 ? q3.scales[s] : q3.scales[s - 8] >> 4) & 15;
+    const int sc = (sc_low | (((q3.scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) - 32;
+    const int q = ((q3.qs[32 * h + l] >> (2 * j)) & 3) - ((q3.hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
+    EXPECT_EQ(y3[e], 0.5f * sc * q) << "Q3_K element " << e;
+  }
+}
+
+// The layouts as llama.cpp's own Python reader (gguf-py) sees them: random
+// super-blocks and its values, checked in (tests/data/kquant-vectors, made by
+// tools/kquant-vectors/make_vectors.py), bit for bit.
+TEST(Dequantize, Q2KAndQ3KMatchGgufPy) {
+  const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / "tests" / "data" / "kquant-vectors";
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  for (DType type : {DType::q2_k, DType::q3_k}) {
+    const std::string name(dtype_name(type));
+    const auto blocks = read(dir / (name + ".blocks"));
+    const auto want = read(dir / (name + ".f32"));
+    ASSERT_FALSE(blocks.empty()) << dir / (name + ".blocks") << " is missing: it is checked in";
+    const int64_t n = static_cast<int64_t>(want.size() / sizeof(float));
+    ASSERT_EQ(static_cast<uint64_t>(blocks.size()), dtype_row_bytes(type, static_cast<uint64_t>(n))) << name;
+    std::vector<float> got(static_cast<size_t>(n));
+    ASSERT_TRUE(dequantize_row(type, blocks.data(), got.data(), n));
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << name << " differs from gguf-py's values";
+  }
+}
+
 TEST(Dequantize, HalfAndBfloat) {
   const uint16_t h[4] = {0x3C00, 0xC000, 0x0001, 0x7BFF};  // 1, -2, 2^-24, 65504
   const uint16_t bf[2] = {0x3F80, 0xC0A0};                  // 1, -5
@@ -256,7 +348,7 @@ TEST(Dequantize, FastHalfRowsAreTheReferenceBits) {
   }
 }
 
-// The fast K-quant rows (Q4_K, Q5_K, Q6_K) against the reference, bit for bit:
+// The fast K-quant rows (Q2_K to Q6_K) against the reference, bit for bit:
 // random bytes for the quants and packed sub-block scales, random finite f16
 // d and dmin (both signs, subnormals included), plus super-blocks with +-0,
 // the smallest subnormal, the smallest normal and the largest f16 as d or
@@ -282,10 +374,17 @@ TEST(Dequantize, FastKQuantRowsAreTheReferenceBits) {
   std::vector<BlockQ4K> q4_k(static_cast<size_t>(total));
   std::vector<BlockQ5K> q5_k(q4_k.size());
   std::vector<BlockQ6K> q6_k(q4_k.size());
+  std::vector<BlockQ2K> q2_k(q4_k.size());
+  std::vector<BlockQ3K> q3_k(q4_k.size());
   for (size_t b = 0; b < q4_k.size(); ++b) {
     fill(q4_k[b]);
     fill(q5_k[b]);
     fill(q6_k[b]);
+    fill(q2_k[b]);
+    fill(q3_k[b]);
+    q2_k[b].d = random_half();
+    q2_k[b].dmin = random_half();
+    q3_k[b].d = random_half();
     q4_k[b].d = random_half();
     q4_k[b].dmin = random_half();
     q5_k[b].d = random_half();
@@ -294,8 +393,8 @@ TEST(Dequantize, FastKQuantRowsAreTheReferenceBits) {
   }
   for (size_t e = 0; e < kEdges; ++e) {  // edge scales in the longest row
     const size_t b = q4_k.size() - 1 - e;
-    q4_k[b].d = q5_k[b].d = q6_k[b].d = kEdgeHalves[e];
-    q4_k[b].dmin = q5_k[b].dmin = kEdgeHalves[(e + 3) % kEdges];
+    q4_k[b].d = q5_k[b].d = q6_k[b].d = q2_k[b].d = q3_k[b].d = kEdgeHalves[e];
+    q4_k[b].dmin = q5_k[b].dmin = q2_k[b].dmin = kEdgeHalves[(e + 3) % kEdges];
   }
   std::memset(q4_k[0].scales, 0xFF, sizeof q4_k[0].scales);  // all sc = mn = 63
   std::memset(q5_k[0].qh, 0xFF, sizeof q5_k[0].qh);          // every fifth bit set
@@ -309,7 +408,9 @@ TEST(Dequantize, FastKQuantRowsAreTheReferenceBits) {
     size_t block_bytes;
   } cases[] = {{DType::q4_k, reinterpret_cast<const uint8_t*>(q4_k.data()), sizeof(BlockQ4K)},
                {DType::q5_k, reinterpret_cast<const uint8_t*>(q5_k.data()), sizeof(BlockQ5K)},
-               {DType::q6_k, reinterpret_cast<const uint8_t*>(q6_k.data()), sizeof(BlockQ6K)}};
+               {DType::q6_k, reinterpret_cast<const uint8_t*>(q6_k.data()), sizeof(BlockQ6K)},
+               {DType::q2_k, reinterpret_cast<const uint8_t*>(q2_k.data()), sizeof(BlockQ2K)},
+               {DType::q3_k, reinterpret_cast<const uint8_t*>(q3_k.data()), sizeof(BlockQ3K)}};
   constexpr int kGuard = 8;
   for (const auto& c : cases) {
     const uint8_t* row = c.data;

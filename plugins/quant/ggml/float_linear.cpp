@@ -17,6 +17,13 @@ namespace tessera::ggml {
 namespace {
 
 constexpr int64_t kXChunk = 32;                     // activation rows kept in L2 per pass over the weights
+// Plain-float weights go through the tiles from this many activation rows:
+// f16/bf16 rows must first be widened into scratch, which costs more than it
+// saves below four rows (an 8960 x 1536 f16 matrix, 2 threads, Zen 3: 2 rows
+// 1.2-1.4 ms by dots against 2.0-2.2 tiled, 4 rows 2.3-2.8 against 2.3-2.4,
+// 32 rows 15-16 against 11-13); f32 rows are tiled where they lie and win
+// from two (2 rows 2.5-3.1 ms against 2.1).
+int64_t min_tiled_rows(DType type) { return type == DType::f32 ? 2 : 4; }
 // The level's block x f32 kernel for this format, or nullptr (K-quants, plain
 // floats). With one activation row (a single sequence's decode step) it dots
 // Q4_0/Q4_1/Q8_0 rows straight from their blocks; with more, forward()
@@ -73,14 +80,14 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     // chunk of activation rows (f32 rows are used where they lie) and
     // multiplied with every activation row of the chunk by f32 tiles. Block
     // formats without a fused dot always go this way. Plain floats do with
-    // several activation rows (prefill, verifying drafts): a lone dot waits on
-    // its two accumulator chains and widens the row again for every
-    // activation row, while a tile keeps 2 NW chains in flight; an f16 matrix
-    // of Qwen2.5-1.5B's size cost about 70 ms per extra row the dot way. With
-    // one row (a decode step) the dot reads each weight once, as fast as
+    // enough activation rows (prefill, verifying drafts; min_tiled_rows): a
+    // lone dot waits on its two accumulator chains and widens the row again
+    // for every activation row, while a tile keeps 2 NW chains in flight.
+    // With one row (a decode step) the dot reads each weight once, as fast as
     // memory allows. The tiles sum in the dot's order when in_ is a multiple
-    // of 32 (kernels.hpp), so each row gets the bits it gets alone.
-    const bool tiled = is_block_format(type_) ? fused == nullptr : n_rows > 1 && in_ % 32 == 0;
+    // of 32 (kernels.hpp), so each row gets the bits it gets alone, whichever
+    // way its batch went.
+    const bool tiled = is_block_format(type_) ? fused == nullptr : n_rows >= min_tiled_rows(type_) && in_ % 32 == 0;
     const bool widen = tiled && type_ != DType::f32;
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;

@@ -8,11 +8,11 @@ namespace {
 
 constexpr std::string_view kFormatNames[] = {
     "f32", "f16", "bf16", "ggml.q4_0", "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0", "ggml.q4_k", "ggml.q5_k",
-    "ggml.q6_k",
+    "ggml.q6_k", "ggml.q2_k", "ggml.q3_k",
 };
 constexpr DType kFormatTypes[] = {
     DType::f32,  DType::f16,  DType::bf16, DType::q4_0, DType::q4_1, DType::q5_0,
-    DType::q5_1, DType::q8_0, DType::q4_k, DType::q5_k, DType::q6_k,
+    DType::q5_1, DType::q8_0, DType::q4_k, DType::q5_k, DType::q6_k, DType::q2_k, DType::q3_k,
 };
 static_assert(std::size(kFormatNames) == std::size(kFormatTypes));
 

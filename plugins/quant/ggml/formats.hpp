@@ -14,12 +14,13 @@
 namespace tessera::ggml {
 
 // "f32", "f16", "bf16", "ggml.q4_0", "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0", "ggml.q4_k",
-// "ggml.q5_k", "ggml.q6_k".
+// "ggml.q5_k", "ggml.q6_k", "ggml.q2_k", "ggml.q3_k".
 std::span<const std::string_view> supported_formats();
 
 // The formats QuantLinear multiplies in the quantized domain (Q8_1 activations,
-// integer dot products): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. The others (and these
-// with activations = "f32") go through FloatLinear.
+// integer dot products): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. KQuantLinear takes
+// Q4_K, Q5_K and Q6_K; the others (plain floats, Q2_K and Q3_K, and every
+// format with activations = "f32") go through FloatLinear.
 constexpr bool is_quantized_domain(DType t) {
   return t == DType::q4_0 || t == DType::q4_1 || t == DType::q5_0 || t == DType::q5_1 || t == DType::q8_0;
 }

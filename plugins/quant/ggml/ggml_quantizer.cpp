@@ -112,7 +112,7 @@ const PluginLibrary* ggml_quant_entry() {
       PluginFamily::quant,
       "ggml",
       "0.1.0",
-      "GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
+      "GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K) and f32/f16/bf16 weights on x86 CPUs (AVX2/AVX-512/VNNI)",
       kGgmlParams,
       std::size(kGgmlParams),
       &make_plugin<GgmlQuantizer>,

@@ -37,6 +37,11 @@ inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
   const uint16_t dh = f32_to_f16(d), dminh = f32_to_f16(dmin);
   if (type == DType::q6_k) {
     std::memcpy(block + offsetof(BlockQ6K, d), &dh, 2);
+  } else if (type == DType::q3_k) {
+    std::memcpy(block + offsetof(BlockQ3K, d), &dh, 2);
+  } else if (type == DType::q2_k) {
+    std::memcpy(block + offsetof(BlockQ2K, d), &dh, 2);
+    std::memcpy(block + offsetof(BlockQ2K, dmin), &dminh, 2);
   } else {
     std::memcpy(block + offsetof(BlockQ4K, d), &dh, 2);
     std::memcpy(block + offsetof(BlockQ4K, dmin), &dminh, 2);

@@ -57,6 +57,8 @@ std::vector<uint8_t> make_weight_bytes(DType type, int64_t rows, int64_t cols, u
       case DType::bf16:
         for (int64_t i = 0; i < cols; ++i) reinterpret_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
         break;
+      case DType::q2_k:
+      case DType::q3_k:
       case DType::q4_k:
       case DType::q5_k:
       case DType::q6_k: {
@@ -100,7 +102,7 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
   const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::f32, 72},
                         {DType::f16, 200},  {DType::bf16, 64},  {DType::q4_k, 512}, {DType::q5_k, 256},
                         {DType::q6_k, 256}, {DType::q5_0, 576}, {DType::q5_1, 160}, {DType::f16, 256},
-                        {DType::f32, 96}};  // f32 72, f16 200: the dot for every row; f32 96, f16 256, bf16 64: tiles
+                        {DType::f32, 96},   {DType::q2_k, 256}, {DType::q3_k, 512}};  // f32 72, f16 200: the dot for every row; f32 96, f16 256, bf16 64: tiles
   constexpr int64_t kOut = 67;  // not a multiple of the tile height; with in = 576 Q4_1 it goes parallel
   for (const Case& c : cases) {
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in));
@@ -206,10 +208,10 @@ TEST_P(LinearLevel, FloatPathGivesEachRowOfABatchItsBitsAlone) {
   // sum its tail apart from the tile's order.
   for (const Case& c : {Case{DType::f32, 96}, Case{DType::f16, 1536}, Case{DType::bf16, 64}, Case{DType::f32, 48},
                         Case{DType::bf16, 80}, Case{DType::f16, 200}, Case{DType::q4_0, 96}, Case{DType::q4_1, 576},
-                        Case{DType::q8_0, 160}, Case{DType::q4_k, 512}}) {
+                        Case{DType::q8_0, 160}, Case{DType::q4_k, 512}, Case{DType::q3_k, 256}}) {
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in + 3));
     FloatLinear linear(w.data(), c.type, kOut, c.in, {});
-    for (int64_t n : {2, 5, 40}) {  // 40: two activation chunks
+    for (int64_t n : {2, 3, 5, 40}) {  // f16/bf16: 2 and 3 by dots, 5 and 40 tiled; 40: two activation chunks
       const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 7 + c.in), 1.5f);
       std::vector<float> batch(n * kOut, NAN), alone(kOut, NAN);
       ASSERT_TRUE(linear.forward(x.data(), batch.data(), n).ok());

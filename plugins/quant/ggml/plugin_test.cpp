@@ -61,7 +61,8 @@ TEST_F(PluginTest, Describes) {
   EXPECT_STREQ(info_->name, "ggml");
   const std::vector<std::string_view> want = {"f32",       "f16",       "bf16",      "ggml.q4_0",
                                               "ggml.q4_1", "ggml.q5_0", "ggml.q5_1", "ggml.q8_0",
-                                              "ggml.q4_k", "ggml.q5_k", "ggml.q6_k"};
+                                              "ggml.q4_k", "ggml.q5_k", "ggml.q6_k", "ggml.q2_k",
+                                              "ggml.q3_k"};
   const auto formats = quantizer_->formats();
   EXPECT_EQ(std::vector<std::string_view>(formats.begin(), formats.end()), want);
 }

@@ -21,6 +21,8 @@ void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n);
 void dequantize_row_q4_k(const BlockQ4K* x, float* y, int64_t n);
 void dequantize_row_q5_k(const BlockQ5K* x, float* y, int64_t n);
 void dequantize_row_q6_k(const BlockQ6K* x, float* y, int64_t n);
+void dequantize_row_q2_k(const BlockQ2K* x, float* y, int64_t n);
+void dequantize_row_q3_k(const BlockQ3K* x, float* y, int64_t n);
 void dequantize_row_f16(const uint16_t* x, float* y, int64_t n);
 void dequantize_row_bf16(const uint16_t* x, float* y, int64_t n);
 
