@@ -7,7 +7,7 @@ dequantizes them. tests: Dequantize.Q2KAndQ3KMatchGgufPy compares Tessera's
 reference dequantizer with these values bit for bit, so a misread layout
 cannot pass on vectors made from the same misreading.
 
-  python3 -m venv .cache/scale-venv && .cache/scale-venv/bin/pip install gguf numpy
+  python3 -m venv .cache/scale-venv && .cache/scale-venv/bin/pip install gguf==0.19.0 numpy
   .cache/scale-venv/bin/python tools/kquant-vectors/make_vectors.py tests/data/kquant-vectors
 
 Writes NAME.blocks (N super-blocks, ggml's bytes) and NAME.f32 (N * 256

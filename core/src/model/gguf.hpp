@@ -96,8 +96,8 @@ struct GgufTensorInfo {
   }
 };
 
-// ggml type id <-> DType (F32=0, F16=1, Q4_0=2, Q4_1=3, Q5_0=6, Q5_1=7, Q8_0=8, Q4_K=12, Q5_K=13,
-// Q6_K=14, I8=24, I16=25, I32=26, I64=27, F64=28, BF16=30). nullopt = unsupported.
+// ggml type id <-> DType (F32=0, F16=1, Q4_0=2, Q4_1=3, Q5_0=6, Q5_1=7, Q8_0=8, Q2_K=10, Q3_K=11,
+// Q4_K=12, Q5_K=13, Q6_K=14, I8=24, I16=25, I32=26, I64=27, F64=28, BF16=30). nullopt = unsupported.
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
 std::optional<uint32_t> ggml_from_dtype(DType dtype);
 

@@ -31,8 +31,8 @@ inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
-// Stores d (and, for Q4_K/Q5_K, dmin) as f16 in a K-quant super-block: Q6_K
-// keeps d last, Q4_K/Q5_K keep d then dmin first.
+// Stores d (and, for Q2_K/Q4_K/Q5_K, dmin) as f16 in a K-quant super-block:
+// Q4_K/Q5_K keep d then dmin first, Q2_K last, Q3_K and Q6_K keep d last.
 inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
   const uint16_t dh = f32_to_f16(d), dminh = f32_to_f16(dmin);
   if (type == DType::q6_k) {
