@@ -6,6 +6,7 @@
 
 #include "blocks.hpp"
 #include "k_scales.hpp"
+#include "low_bit_kquants.hpp"
 #include "tessera/half.hpp"
 #include "tessera/tensor.hpp"
 
@@ -156,39 +157,6 @@ void q6_k_rows(const BlockQ6K* __restrict x, float* __restrict y, int64_t n_bloc
   }
 }
 
-// Q2_K and Q3_K: one sub-block of 16 per loop (blocks.hpp; the reference's
-// formula, whose products are exact, so the bits are the reference's).
-void q2_k_rows(const BlockQ2K* __restrict x, float* __restrict y, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int s = 0; s < 16; ++s, y += 16) {
-      const float dl = d * static_cast<float>(x[b].scales[s] & 0x0F);
-      const float ml = dmin * static_cast<float>(x[b].scales[s] >> 4);
-      const uint8_t* qs = x[b].qs + 32 * (s / 8) + 16 * (s % 2);
-      const int shift = 2 * ((s % 8) / 2);
-#pragma omp simd
-      for (int l = 0; l < 16; ++l) y[l] = dl * static_cast<float>((qs[l] >> shift) & 3) - ml;
-    }
-  }
-}
-
-void q3_k_rows(const BlockQ3K* __restrict x, float* __restrict y, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = f16_to_f32(x[b].d);
-    const uint8_t* sc = x[b].scales;
-    for (int s = 0; s < 16; ++s, y += 16) {
-      const int low = s < 8 ? sc[s] & 0x0F : sc[s - 8] >> 4;
-      const float dl = d * static_cast<float>((low | (((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) - 32);
-      const uint8_t* qs = x[b].qs + 32 * (s / 8) + 16 * (s % 2);
-      const uint8_t* hmask = x[b].hmask + 16 * (s % 2);
-      const int j = (s % 8) / 2, hbit = 4 * (s / 8) + j;
-#pragma omp simd
-      for (int l = 0; l < 16; ++l)
-        y[l] = dl * static_cast<float>(((qs[l] >> (2 * j)) & 3) - 4 + 4 * ((hmask[l] >> hbit) & 1));
-    }
-  }
-}
-
 // f16 and bf16 rows, any n: both conversions are exact. F16C's vcvtph2ps
 // where the level has it; bf16 is the top half of an f32, a shift the
 // compiler vectorizes.
@@ -216,7 +184,7 @@ bool dequantize_row_kernel(DType type, const void* x, float* y, int64_t n) {
     case DType::q4_k: q4_k_rows(static_cast<const BlockQ4K*>(x), y, n / kSuperBlock); return true;
     case DType::q5_k: q5_k_rows(static_cast<const BlockQ5K*>(x), y, n / kSuperBlock); return true;
     case DType::q6_k: q6_k_rows(static_cast<const BlockQ6K*>(x), y, n / kSuperBlock); return true;
-    case DType::q2_k: q2_k_rows(static_cast<const BlockQ2K*>(x), y, n / kSuperBlock); return true;
+    case DType::q2_k: q2_k_rows(static_cast<const BlockQ2K*>(x), y, n / kSuperBlock); return true;  // low_bit_kquants.hpp
     case DType::q3_k: q3_k_rows(static_cast<const BlockQ3K*>(x), y, n / kSuperBlock); return true;
     case DType::f16: f16_rows(static_cast<const uint16_t*>(x), y, n); return true;
     case DType::bf16: bf16_rows(static_cast<const uint16_t*>(x), y, n); return true;

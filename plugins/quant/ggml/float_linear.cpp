@@ -100,8 +100,9 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       const int t = omp_get_thread_num();
       const RowRange wr = split_rows(out_, 1, t, nt);
       float* scratch = widen ? thread_rows_scratch(tile_floats) : nullptr;  // [kMaxFloatTileW, in]
-      if (widen && scratch == nullptr) out_of_memory = true;
-      for (int64_t x0 = 0; x0 < n_rows && !(widen && scratch == nullptr); x0 += kXChunk) {
+      const bool can_run = !widen || scratch != nullptr;
+      if (!can_run) out_of_memory = true;
+      for (int64_t x0 = 0; can_run && x0 < n_rows; x0 += kXChunk) {
         const int64_t x1 = std::min(n_rows, x0 + kXChunk);
         if (!tiled) {
           for (int64_t r = wr.begin; r < wr.end; ++r)

@@ -48,6 +48,12 @@ inline void set_kquant_scales(DType type, uint8_t* block, float d, float dmin) {
   }
 }
 
+// set_kquant_scales on every super-block of `bytes` bytes of `type`.
+inline void set_every_kquant_scale(DType type, uint8_t* data, size_t bytes, float d, float dmin) {
+  const size_t block_bytes = dtype_info(type).block_bytes;
+  for (size_t at = 0; at + block_bytes <= bytes; at += block_bytes) set_kquant_scales(type, data + at, d, dmin);
+}
+
 // Every SIMD level, for parametrized tests; the test skips levels this CPU lacks.
 inline std::vector<IsaLevel> all_levels() {
   return {IsaLevel::scalar, IsaLevel::avx2, IsaLevel::avx512, IsaLevel::avx512_vnni, IsaLevel::amx};

@@ -254,8 +254,7 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   for (DType type : kKQuants) {
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
-        testing::set_kquant_scales(type, w.data() + b * dtype_info(type).block_bytes, 1.0f, 0.0f);
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
       if (type == DType::q6_k) {  // scales of 127 rather than 0xFF's -1
         for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
           std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
@@ -340,8 +339,7 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
     for (int q6_scale : q6_scales)
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      for (size_t b = 0; b < w.size() / dtype_info(type).block_bytes; ++b)
-        testing::set_kquant_scales(type, w.data() + b * dtype_info(type).block_bytes, 1.0f, 0.0f);
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
       if (type == DType::q6_k) {
         for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
           std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);

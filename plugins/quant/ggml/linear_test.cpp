@@ -63,8 +63,7 @@ std::vector<uint8_t> make_weight_bytes(DType type, int64_t rows, int64_t cols, u
       case DType::q5_k:
       case DType::q6_k: {
         std::memcpy(dst, bytes.data() + r * row_bytes, row_bytes);
-        const size_t block_bytes = dtype_info(type).block_bytes;
-        for (int64_t b = 0; b < cols / 256; ++b) testing::set_kquant_scales(type, dst + b * block_bytes, 0.01f, 0.005f);
+        testing::set_every_kquant_scale(type, dst, row_bytes, 0.01f, 0.005f);
         break;
       }
       default: ADD_FAILURE() << "no generator for " << dtype_name(type);

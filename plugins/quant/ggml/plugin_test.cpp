@@ -39,6 +39,17 @@ class PluginTest : public ::testing::Test {
   }
   void TearDown() override { quantizer_.reset(); }  // objects die before the library is released
 
+  // The plugin made with activations = "f32" (every format through
+  // FloatLinear, the exact product); null, with the plugin's error reported, if it refuses.
+  std::unique_ptr<Quantizer> make_exact_quantizer() {
+    ParamValues params;
+    params.set("activations", std::string("f32"));
+    std::string error;
+    std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(params, &error)));
+    EXPECT_NE(exact, nullptr) << error;
+    return exact;
+  }
+
   std::unique_ptr<boost::dll::shared_library> lib_;
   const PluginInfo* info_ = nullptr;
   std::unique_ptr<Quantizer> quantizer_;
@@ -149,11 +160,8 @@ TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
 // domain (QuantLinear, KQuantLinear: they offer the prepare/compute split),
 // with activations = "f32" in f32 (FloatLinear: no split, the exact product).
 TEST_F(PluginTest, Q5AndKQuantFormatsRunInBothArithmetics) {
-  ParamValues exact_params;
-  exact_params.set("activations", std::string("f32"));
-  std::string error;
-  std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(exact_params, &error)));
-  ASSERT_NE(exact, nullptr) << error;
+  const std::unique_ptr<Quantizer> exact = make_exact_quantizer();
+  ASSERT_NE(exact, nullptr);
   constexpr int64_t kOut = 12, kIn = 512;
   for (DType type : {DType::q5_0, DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const size_t row_bytes = dtype_row_bytes(type, kIn);
@@ -163,9 +171,7 @@ TEST_F(PluginTest, Q5AndKQuantFormatsRunInBothArithmetics) {
     if (type == DType::q5_1) quantize_row_q5_1(f.data(), reinterpret_cast<BlockQ5_1*>(w.data()), kOut * kIn);
     if (is_block_format(type) && dtype_info(type).block_elems == 256) {  // random quants, small scales
       w = testing::random_bytes(w.size(), 9);
-      const size_t block_bytes = dtype_info(type).block_bytes;
-      for (size_t b = 0; b < w.size() / block_bytes; ++b)
-        testing::set_kquant_scales(type, w.data() + b * block_bytes, 0.002f, 0.001f);
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 0.002f, 0.001f);
     }
     std::vector<float> wf(kOut * kIn);
     ASSERT_TRUE(dequantize_row(type, w.data(), wf.data(), kOut * kIn));
@@ -229,17 +235,12 @@ TEST_F(PluginTest, ErrorsNameTheTensor) {
 // says, the plugin makes FloatLinear for them, the exact product of the
 // stored weights, and both settings give the same bits.
 TEST_F(PluginTest, Q2KAndQ3KRunOnTheFloatPath) {
-  ParamValues exact_params;
-  exact_params.set("activations", std::string("f32"));
-  std::string error;
-  std::unique_ptr<Quantizer> exact(static_cast<Quantizer*>(info_->create(exact_params, &error)));
-  ASSERT_NE(exact, nullptr) << error;
+  const std::unique_ptr<Quantizer> exact = make_exact_quantizer();
+  ASSERT_NE(exact, nullptr);
   constexpr int64_t kOut = 6, kIn = 512;
   for (DType type : {DType::q2_k, DType::q3_k}) {
     auto w = testing::random_bytes(kOut * dtype_row_bytes(type, kIn), 11);
-    const size_t block_bytes = dtype_info(type).block_bytes;
-    for (size_t b = 0; b < w.size() / block_bytes; ++b)
-      testing::set_kquant_scales(type, w.data() + b * block_bytes, 0.01f, 0.004f);
+    testing::set_every_kquant_scale(type, w.data(), w.size(), 0.01f, 0.004f);
     std::vector<float> wf(kOut * kIn);
     ASSERT_TRUE(dequantize_row(type, w.data(), wf.data(), kOut * kIn));
     const std::string format = "ggml." + std::string(dtype_name(type));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "low_bit_kquants.hpp"
 #include "tessera/half.hpp"
 
 namespace tessera::ggml {
@@ -210,47 +211,9 @@ void dequantize_row_q6_k(const BlockQ6K* x, float* y, int64_t n) {
   }
 }
 
-// Q2_K and Q3_K (blocks.hpp), one sub-block of 16 at a time: sub-block s is
-// elements 16s..16s + 15, which read qs[32 h + 16 (s % 2) + l] at shift 2j
-// with h = s / 8 and j = (s % 8) / 2. Every product is exact in f32 (an f16
-// scale's 11 bits times a 6-bit scale times a 3-bit value), so Q2_K's
-// dl * q - ml rounds once, fused or not.
-void dequantize_row_q2_k(const BlockQ2K* x, float* y, int64_t n) {
-  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int s = 0; s < 16; ++s, y += 16) {
-      const float dl = d * static_cast<float>(x[b].scales[s] & 0x0F);
-      const float ml = dmin * static_cast<float>(x[b].scales[s] >> 4);
-      const uint8_t* qs = x[b].qs + 32 * (s / 8) + 16 * (s % 2);
-      const int shift = 2 * ((s % 8) / 2);
-      for (int l = 0; l < 16; ++l) y[l] = dl * static_cast<float>((qs[l] >> shift) & 3) - ml;
-    }
-  }
-}
-
-namespace {
-int q3_k_scale(const uint8_t* scales, int s) {  // -32..31
-  const int low = s < 8 ? scales[s] & 0x0F : scales[s - 8] >> 4;
-  const int high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
-  return (low | (high << 4)) - 32;
-}
-}  // namespace
-
-void dequantize_row_q3_k(const BlockQ3K* x, float* y, int64_t n) {
-  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const float d = f16_to_f32(x[b].d);
-    for (int s = 0; s < 16; ++s, y += 16) {
-      const float dl = d * static_cast<float>(q3_k_scale(x[b].scales, s));
-      const uint8_t* qs = x[b].qs + 32 * (s / 8) + 16 * (s % 2);
-      const uint8_t* hmask = x[b].hmask + 16 * (s % 2);
-      const int j = (s % 8) / 2, hbit = 4 * (s / 8) + j;
-      for (int l = 0; l < 16; ++l) {
-        const int q = ((qs[l] >> (2 * j)) & 3) - (((hmask[l] >> hbit) & 1) ? 0 : 4);
-        y[l] = dl * static_cast<float>(q);
-      }
-    }
-  }
-}
+// Q2_K and Q3_K: low_bit_kquants.hpp holds their one definition.
+void dequantize_row_q2_k(const BlockQ2K* x, float* y, int64_t n) { q2_k_rows(x, y, n / kSuperBlock); }
+void dequantize_row_q3_k(const BlockQ3K* x, float* y, int64_t n) { q3_k_rows(x, y, n / kSuperBlock); }
 
 void dequantize_row_f16(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
