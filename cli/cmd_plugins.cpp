@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 
+#include "backend/devices.hpp"
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
 #include "params/param_parse.hpp"
@@ -85,6 +86,8 @@ int cmd_plugins(int argc, char** argv) {
     fmt::print("{:<10} {:<16} {:<9} {}\n", family_name(p->info->family), p->info->name,
                p->info->version ? p->info->version : "", p->file.string());
   }
+  // Whether the GPU path can run here, and if not why, in one line.
+  fmt::print("\ncuda: {}\n", cuda_status().summary());
   // Files that look like plugins but were not loaded, always: a plugin that
   // silently fails to appear is the hardest mistake to find.
   if (!registry.rejections().empty()) fmt::print("\nfound but not loaded:\n");

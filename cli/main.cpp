@@ -50,11 +50,7 @@ int main(int argc, char** argv) {
     fmt::print("tessera {}\n", tessera::version());
     fmt::print("cpu: {}\n", tessera::cpu_features().summary());
     fmt::print("openmp wait: {}\n", tessera::omp_wait_setting());
-    const tessera::CudaStatus cuda = tessera::cuda_status();
-    if (cuda.devices.empty()) fmt::print("cuda: {}\n", cuda.why_none);
-    for (const auto& d : cuda.devices)
-      fmt::print("cuda: device {} {} (sm_{}{}, {:.1f} GiB)\n", d.index, d.name, d.compute_major, d.compute_minor,
-                 static_cast<double>(d.memory_bytes) / (1ull << 30));
+    fmt::print("cuda: {}\n", tessera::cuda_status().summary());
     return tessera::cli::kExitOk;
   }
   for (const auto& s : kSubcommands) {

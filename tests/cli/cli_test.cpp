@@ -87,6 +87,20 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_NE(h.out.find("--metrics-json"), std::string::npos);
 }
 
+// Whether CUDA can run here is one line, a device list or "not usable: why"
+// (never the driver's raw message over several lines), in both places.
+TEST(Cli, VersionAndPluginsSayWhetherCudaIsUsableInOneLine) {
+  for (const std::string command : {" --version", " plugins"}) {
+    const auto r = run_command(kCli + command);
+    ASSERT_EQ(r.exit_code, 0) << command;
+    const size_t at = r.out.find("\ncuda: ");
+    ASSERT_NE(at, std::string::npos) << command << ": " << r.out;
+    EXPECT_EQ(r.out.find("\ncuda: ", at + 1), std::string::npos) << command << ": two cuda lines";
+    const std::string line = r.out.substr(at + 7, r.out.find('\n', at + 1) - at - 7);
+    EXPECT_TRUE(line.rfind("device ", 0) == 0 || line.rfind("not usable: ", 0) == 0) << command << ": " << line;
+  }
+}
+
 TEST(Cli, RunWithoutPipelineExits2) {
   expect_one_clear_error(run_command(kCli + " run"), 2, "needs a pipeline file");
 }

@@ -23,7 +23,11 @@ struct CudaDevice {
 struct CudaStatus {
   bool compiled = false;            // built with the CUDA backend
   std::vector<CudaDevice> devices;  // usable devices (empty without a GPU)
-  std::string why_none;             // when compiled but no device: the runtime's reason
+  std::string why_none;             // no device: "not usable: <why>", one line for a user
+
+  // "device 0 NVIDIA H200 (sm_90, 139.8 GiB); ..." or why_none: what
+  // `tessera --version` and `tessera plugins` print after "cuda: ".
+  std::string summary() const;
 };
 
 // The CUDA runtime is asked once; a build without CUDA says "not compiled with CUDA".

@@ -15,10 +15,18 @@ nlohmann::json PerplexityReport::to_json() const {
 Result<PerplexityReport> compute_perplexity(Session& session, std::string_view text, int64_t ctx,
                                             int64_t max_windows,
                                             const std::function<void(int64_t, int64_t, double)>& progress) {
+  const WindowScorer score = [&session](std::span<const int32_t> tokens) { return session.score(tokens); };
+  return compute_perplexity(session.tokenizer(), session.context_length(), session.vocab_size(), score, text, ctx,
+                            max_windows, progress);
+}
+
+Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab_size,
+                                            const WindowScorer& score, std::string_view text, int64_t ctx,
+                                            int64_t max_windows,
+                                            const std::function<void(int64_t, int64_t, double)>& progress) {
   if (ctx < 4) return InvalidArgument(fmt::format("--ctx {} is too small (at least 4)", ctx));
-  if (ctx > session.context_length())
-    return InvalidArgument(fmt::format("--ctx {} exceeds the model's context of {}", ctx, session.context_length()));
-  const tok::Tokenizer& tokenizer = session.tokenizer();
+  if (ctx > context_length)
+    return InvalidArgument(fmt::format("--ctx {} exceeds the model's context of {}", ctx, context_length));
   const std::vector<int32_t> tokens = tokenizer.encode(text, std::nullopt, /*parse_special=*/false);
   const bool add_bos = tokenizer.add_bos() && tokenizer.bos_id() >= 0;
 
@@ -30,15 +38,18 @@ Result<PerplexityReport> compute_perplexity(Session& session, std::string_view t
   if (r.windows == 0)
     return InvalidArgument(fmt::format("the text has {} tokens, fewer than one window of {}", tokens.size(), ctx));
 
-  const auto vocab = static_cast<size_t>(session.vocab_size());
+  const auto vocab = static_cast<size_t>(vocab_size);
   const int64_t first = ctx / 2;
   double sum = 0, sum_sq = 0;
   std::vector<int32_t> window(static_cast<size_t>(ctx));
   for (int64_t w = 0; w < r.windows; ++w) {
     std::copy_n(tokens.begin() + w * ctx, ctx, window.begin());
     if (add_bos) window[0] = tokenizer.bos_id();
-    auto logits = session.score(window);
+    auto logits = score(window);
     if (!logits.ok()) return logits.status();
+    if (logits->size() != window.size() * vocab)
+      return Internal(fmt::format("perplexity: the scorer gave {} logits for {} tokens of a vocabulary of {}",
+                                  logits->size(), window.size(), vocab));
     for (int64_t j = first; j < ctx - 1; ++j) {
       const float* row = logits->data() + static_cast<size_t>(j) * vocab;
       // log-softmax in double: nll = logsumexp(row) - row[target].

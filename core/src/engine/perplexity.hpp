@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <vector>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +29,17 @@ struct PerplexityReport {
   double ppl_uncertainty = 0;  // ppl times the standard error of the mean NLL (delta method)
   nlohmann::json to_json() const;
 };
+
+// Runs one window of tokens as a fresh sequence: the logits of every position,
+// [tokens.size(), vocab] row-major.
+using WindowScorer = std::function<Result<std::vector<float>>(std::span<const int32_t> tokens)>;
+
+// The same scoring over any engine that gives a window's logits (the CUDA
+// forward's tests score its windows with it); `context_length` bounds ctx.
+Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab,
+                                            const WindowScorer& score, std::string_view text, int64_t ctx,
+                                            int64_t max_windows = 0,
+                                            const std::function<void(int64_t, int64_t, double)>& progress = {});
 
 // `progress(done, total, running_ppl)` after each window.
 Result<PerplexityReport> compute_perplexity(Session& session, std::string_view text, int64_t ctx,

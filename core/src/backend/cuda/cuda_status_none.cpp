@@ -5,7 +5,7 @@ namespace tessera {
 
 CudaStatus cuda_status() {
   CudaStatus status;
-  status.why_none = "not compiled with CUDA (configure with nvcc on PATH, or -DTESSERA_CUDA=ON)";
+  status.why_none = "not usable: not compiled with CUDA (configure with nvcc on PATH, or -DTESSERA_CUDA=ON)";
   return status;
 }
 

@@ -1,0 +1,311 @@
+// Every GPU kernel of the Transformer's CUDA forward against the CPU's scalar
+// reference on the same inputs: the ggml plugin's reference dequantization
+// for the weight formats, the arch blocks for RMSNorm, RoPE and SwiGLU, and
+// double-precision sums for the products and attention. Tolerances are stated
+// beside each check. Without a usable GPU every test skips, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "device_buffer.hpp"
+#include "ggml_testing.hpp"
+#include "kernels.hpp"
+#include "reference.hpp"
+#include "tessera/blocks/elementwise.hpp"
+#include "tessera/blocks/rope.hpp"
+#include "tessera/half.hpp"
+
+namespace tessera::transformer::cuda {
+namespace {
+
+using ggml::testing::random_bytes;
+using ggml::testing::random_floats;
+
+// Empty when a device is usable, else why not.
+std::string why_no_gpu() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+  if (count == 0) return "no CUDA device";
+  return {};
+}
+
+// Skips without a GPU, saying why; fails instead where TESSERA_REQUIRE_GPU
+// is set (scripts/device-check.sh sets it, so a GPU run cannot pass by skipping).
+#define SKIP_WITHOUT_GPU()                                                          \
+  do {                                                                              \
+    const std::string why = why_no_gpu();                                           \
+    if (!why.empty() && std::getenv("TESSERA_REQUIRE_GPU") != nullptr) FAIL() << why; \
+    if (!why.empty()) GTEST_SKIP() << why;                                          \
+  } while (0)
+
+template <typename T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  b.upload(v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  check_cuda(cudaDeviceSynchronize(), "kernel");
+  check_cuda(cudaMemcpy(v.data(), b.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+  return v;
+}
+
+// A [rows, cols] matrix of `type` with values in the range real files hold.
+std::vector<uint8_t> random_matrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const DTypeInfo info = dtype_info(type);
+  const size_t bytes = static_cast<size_t>(rows * cols / info.block_elems * info.block_bytes);
+  const std::vector<float> values = random_floats(static_cast<size_t>(rows * cols), seed, 0.05f);
+  std::vector<uint8_t> out(bytes);
+  switch (type) {
+    case DType::f32: std::memcpy(out.data(), values.data(), bytes); break;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t h = type == DType::f16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+      break;
+    case DType::q4_0: ggml::quantize_row_q4_0(values.data(), reinterpret_cast<ggml::BlockQ4_0*>(out.data()), rows * cols); break;
+    case DType::q4_1: ggml::quantize_row_q4_1(values.data(), reinterpret_cast<ggml::BlockQ4_1*>(out.data()), rows * cols); break;
+    case DType::q5_0: ggml::quantize_row_q5_0(values.data(), reinterpret_cast<ggml::BlockQ5_0*>(out.data()), rows * cols); break;
+    case DType::q5_1: ggml::quantize_row_q5_1(values.data(), reinterpret_cast<ggml::BlockQ5_1*>(out.data()), rows * cols); break;
+    case DType::q8_0: ggml::quantize_row_q8_0(values.data(), reinterpret_cast<ggml::BlockQ8_0*>(out.data()), rows * cols); break;
+    default:  // K-quants: every bit pattern of values and sub-block scales, sane super-block scales
+      out = random_bytes(bytes, seed);
+      ggml::testing::set_every_kquant_scale(type, out.data(), out.size(), 0.002f, 0.001f);
+  }
+  return out;
+}
+
+std::vector<float> reference_rows(DType type, const std::vector<uint8_t>& data, int64_t rows, int64_t cols) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  EXPECT_TRUE(ggml::dequantize_row(type, data.data(), out.data(), rows * cols));
+  return out;
+}
+
+class WeightFormats : public ::testing::TestWithParam<DType> {};
+
+std::string format_name(const ::testing::TestParamInfo<DType>& info) {
+  return std::string(dtype_info(info.param).name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, WeightFormats,
+                         ::testing::Values(DType::f32, DType::f16, DType::bf16, DType::q4_0, DType::q4_1, DType::q5_0,
+                                           DType::q5_1, DType::q8_0, DType::q4_k, DType::q5_k, DType::q6_k),
+                         format_name);
+
+DeviceMatrix view(const DeviceBuffer& b, DType type, int64_t rows, int64_t cols) {
+  return {b.as<uint8_t>(), static_cast<WeightFormat>(type), rows, cols, static_cast<int64_t>(b.bytes()) / rows};
+}
+
+// Every value the gather decodes equals the reference's to within one f32
+// rounding (the GPU may fuse q * d + m into one FMA): 2^-22 relative.
+TEST_P(WeightFormats, GatherDecodesTheReferenceValues) {
+  SKIP_WITHOUT_GPU();
+  const DType type = GetParam();
+  const int64_t rows = 9, cols = 512;
+  const std::vector<uint8_t> w = random_matrix(type, rows, cols, 11);
+  const std::vector<float> ref = reference_rows(type, w, rows, cols);
+  const DeviceBuffer dw = to_device(w);
+  const std::vector<int32_t> ids = {8, 0, 3, 3, 7};
+  const DeviceBuffer did = to_device(ids);
+  DeviceBuffer out(ids.size() * cols * sizeof(float));
+  gather_rows(view(dw, type, rows, cols), did.as<int32_t>(), static_cast<int64_t>(ids.size()), out.as<float>(), nullptr);
+  const std::vector<float> got = to_host<float>(out, ids.size() * cols);
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float want = ref[static_cast<size_t>(ids[r] * cols + c)];
+      ASSERT_NEAR(got[r * cols + c], want, std::abs(want) * 0x1p-22f) << "row " << ids[r] << " column " << c;
+    }
+}
+
+// The product of 1, 3 and 11 activation rows (one pass, a partial pass, and
+// two passes of eight) against double sums of the reference's values:
+// within 1e-5 of the sum of |w x| (f32 accumulation over 512..2048 terms).
+TEST_P(WeightFormats, MatvecMatchesDoubleSumsOfTheReference) {
+  SKIP_WITHOUT_GPU();
+  const DType type = GetParam();
+  for (const int64_t cols : {512, 2048}) {
+    const int64_t out_rows = 37;
+    const std::vector<uint8_t> w = random_matrix(type, out_rows, cols, 5);
+    const std::vector<float> ref = reference_rows(type, w, out_rows, cols);
+    const DeviceBuffer dw = to_device(w);
+    const std::vector<float> bias = random_floats(static_cast<size_t>(out_rows), 9);
+    const DeviceBuffer dbias = to_device(bias);
+    for (const int64_t n : {1, 3, 11}) {
+      const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), 7);
+      const DeviceBuffer dx = to_device(x);
+      DeviceBuffer dy(static_cast<size_t>(n * out_rows) * sizeof(float));
+      matvec(view(dw, type, out_rows, cols), dx.as<float>(), dy.as<float>(), n, n == 3 ? dbias.as<float>() : nullptr,
+             nullptr);
+      const std::vector<float> y = to_host<float>(dy, static_cast<size_t>(n * out_rows));
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t o = 0; o < out_rows; ++o) {
+          double sum = n == 3 ? bias[static_cast<size_t>(o)] : 0.0, magnitude = 0.0;
+          for (int64_t i = 0; i < cols; ++i) {
+            const double t = double(ref[static_cast<size_t>(o * cols + i)]) * x[static_cast<size_t>(r * cols + i)];
+            sum += t;
+            magnitude += std::abs(t);
+          }
+          ASSERT_NEAR(y[static_cast<size_t>(r * out_rows + o)], sum, 1e-5 * magnitude + 1e-6)
+              << "cols " << cols << " rows " << n << " row " << r << " output " << o;
+        }
+    }
+  }
+}
+
+// Within 2 f32 roundings of the CPU block (both sum squares in double).
+TEST(CudaKernels, RmsNormMatchesTheCpuBlock) {
+  SKIP_WITHOUT_GPU();
+  const int64_t rows = 5, dim = 576;
+  const std::vector<float> x = random_floats(static_cast<size_t>(rows * dim), 1, 3.0f);
+  const std::vector<float> w = random_floats(static_cast<size_t>(dim), 2);
+  std::vector<float> want(x.size());
+  blocks::rms_norm_rows(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
+  const DeviceBuffer dx = to_device(x), dw = to_device(w);
+  DeviceBuffer dy(x.size() * sizeof(float));
+  rms_norm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, dim, 1e-5f, nullptr);
+  const std::vector<float> got = to_host<float>(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * 0x1p-22f) << i;
+}
+
+// Both pairings against the CPU RopeTable at positions 5.. (read from device
+// memory): the same cos/sin, so within one FMA's rounding.
+TEST(CudaKernels, RopeMatchesTheCpuTable) {
+  SKIP_WITHOUT_GPU();
+  for (const bool neox : {false, true}) {
+    blocks::RopeConfig config;
+    config.head_dim = 64;
+    config.freq_base = 100000.0;
+    config.style = neox ? blocks::RopeStyle::neox : blocks::RopeStyle::adjacent;
+    const int64_t max_pos = 64, rows = 3;
+    const int32_t heads = 3, first = 5;
+    blocks::RopeTable table(config, max_pos);
+    table.ensure(max_pos);
+    const std::vector<double> freqs = blocks::rope_frequencies(config);
+    std::vector<float> cos_sin(static_cast<size_t>(max_pos * 64));
+    for (int64_t p = 0; p < max_pos; ++p)
+      for (int i = 0; i < 32; ++i) {
+        cos_sin[static_cast<size_t>(p * 64 + i)] = static_cast<float>(std::cos(double(p) * freqs[static_cast<size_t>(i)]));
+        cos_sin[static_cast<size_t>(p * 64 + 32 + i)] = static_cast<float>(std::sin(double(p) * freqs[static_cast<size_t>(i)]));
+      }
+    std::vector<float> x = random_floats(static_cast<size_t>(rows * heads * 64), 3);
+    const DeviceBuffer dx = to_device(x), dcs = to_device(cos_sin), dpos = to_device(std::vector<int32_t>{first});
+    rope(dx.as<float>(), dcs.as<float>(), dpos.as<int32_t>(), rows, heads, 64, neox, nullptr);
+    const std::vector<float> got = to_host<float>(dx, x.size());
+    for (int64_t r = 0; r < rows; ++r) table.apply(x.data() + r * heads * 64, heads, first + r);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], x[i], 1e-6f) << (neox ? "neox " : "adjacent ") << i;
+  }
+}
+
+// Causal attention with grouped heads against a double-precision softmax:
+// rows at positions 0..3 (where some warps see no key) and 6..9 over keys
+// [0, position], 1e-5 absolute (values ~1).
+TEST(CudaKernels, AttentionMatchesADoubleSoftmax) {
+  SKIP_WITHOUT_GPU();
+  for (const int32_t first : {0, 6})
+  for (const int32_t head_dim : {64, 128}) {
+    const int32_t n_head = 6, n_kv = 2;
+    const int64_t rows = 4, max_pos = 16;
+    const float scale = 1.0f / std::sqrt(float(head_dim));
+    const std::vector<float> q = random_floats(static_cast<size_t>(rows * n_head * head_dim), 1);
+    const std::vector<float> k = random_floats(static_cast<size_t>(max_pos * n_kv * head_dim), 2);
+    const std::vector<float> v = random_floats(static_cast<size_t>(max_pos * n_kv * head_dim), 3);
+    const DeviceBuffer dq = to_device(q), dk = to_device(k), dv = to_device(v);
+    const DeviceBuffer dpos = to_device(std::vector<int32_t>{first});
+    DeviceBuffer dout(q.size() * sizeof(float));
+    attention(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(), dpos.as<int32_t>(), rows, n_head, n_kv,
+              head_dim, scale, nullptr);
+    const std::vector<float> got = to_host<float>(dout, q.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int32_t h = 0; h < n_head; ++h) {
+        const int32_t g = h / (n_head / n_kv);
+        const int64_t last = first + r;
+        std::vector<double> p(static_cast<size_t>(last + 1));
+        double m = -INFINITY, total = 0.0;
+        for (int64_t t = 0; t <= last; ++t) {
+          double s = 0.0;
+          for (int32_t i = 0; i < head_dim; ++i)
+            s += double(q[static_cast<size_t>((r * n_head + h) * head_dim + i)]) *
+                 k[static_cast<size_t>((t * n_kv + g) * head_dim + i)];
+          p[static_cast<size_t>(t)] = s * scale;
+          m = std::max(m, p[static_cast<size_t>(t)]);
+        }
+        for (double& e : p) total += (e = std::exp(e - m));
+        for (int32_t i = 0; i < head_dim; ++i) {
+          double want = 0.0;
+          for (int64_t t = 0; t <= last; ++t)
+            want += p[static_cast<size_t>(t)] * v[static_cast<size_t>((t * n_kv + g) * head_dim + i)];
+          want /= total;
+          ASSERT_NEAR(got[static_cast<size_t>((r * n_head + h) * head_dim + i)], want, 1e-5)
+              << "first " << first << " head_dim " << head_dim << " row " << r << " head " << h << " value " << i;
+        }
+      }
+  }
+}
+
+// SwiGLU against the CPU block (whose exp is its own fast one): 1e-6 relative.
+// Residual add and cache rows: exact.
+TEST(CudaKernels, SwigluAddAndCacheRowsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t n = 3000;
+  std::vector<float> gate = random_floats(static_cast<size_t>(n), 1, 4.0f);
+  const std::vector<float> up = random_floats(static_cast<size_t>(n), 2);
+  const DeviceBuffer dg = to_device(gate), du = to_device(up);
+  swiglu(dg.as<float>(), du.as<float>(), n, nullptr);
+  const std::vector<float> got = to_host<float>(dg, static_cast<size_t>(n));
+  std::vector<float> want = gate;
+  blocks::swiglu_inplace(want.data(), up.data(), n);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * 1e-6f + 1e-30f) << i;
+
+  add(dg.as<float>(), du.as<float>(), n, nullptr);
+  const std::vector<float> sum = to_host<float>(dg, static_cast<size_t>(n));
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(sum[i], got[i] + up[i]) << i;
+
+  const int64_t width = 40;
+  DeviceBuffer cache(static_cast<size_t>(10 * width) * sizeof(float));
+  check_cuda(cudaMemset(cache.as<float>(), 0, cache.bytes()), "memset");
+  const DeviceBuffer dpos = to_device(std::vector<int32_t>{4});
+  store_rows(du.as<float>(), cache.as<float>(), dpos.as<int32_t>(), 2, width, nullptr);
+  const std::vector<float> rows = to_host<float>(cache, static_cast<size_t>(10 * width));
+  for (int64_t i = 0; i < 10 * width; ++i) {
+    const bool written = i >= 4 * width && i < 6 * width;
+    ASSERT_EQ(rows[static_cast<size_t>(i)], written ? up[static_cast<size_t>(i - 4 * width)] : 0.0f) << i;
+  }
+}
+
+// Ties go to the lowest index (as tessera::argmax_token), NaN gives -1, and
+// the position advances either way.
+TEST(CudaKernels, ArgmaxTakesTheFirstOfEqualMaximaAndRefusesNan) {
+  SKIP_WITHOUT_GPU();
+  std::vector<float> logits = random_floats(49152, 4);
+  logits[30001] = 50.0f;
+  logits[40000] = 50.0f;
+  logits[2] = 49.0f;
+  DeviceBuffer dl = to_device(logits), dtok = to_device(std::vector<int32_t>{0}),
+               dpos = to_device(std::vector<int32_t>{7});
+  argmax_and_advance(dl.as<float>(), static_cast<int64_t>(logits.size()), dtok.as<int32_t>(), dpos.as<int32_t>(), 3,
+                     nullptr);
+  EXPECT_EQ(to_host<int32_t>(dtok, 1)[0], 30001);
+  EXPECT_EQ(to_host<int32_t>(dpos, 1)[0], 10);
+  logits[123] = NAN;
+  dl.upload(logits.data(), logits.size() * sizeof(float));
+  argmax_and_advance(dl.as<float>(), static_cast<int64_t>(logits.size()), dtok.as<int32_t>(), dpos.as<int32_t>(), 1,
+                     nullptr);
+  EXPECT_EQ(to_host<int32_t>(dtok, 1)[0], -1);
+  EXPECT_EQ(to_host<int32_t>(dpos, 1)[0], 11);
+}
+
+}  // namespace
+}  // namespace tessera::transformer::cuda
