@@ -178,5 +178,17 @@ TEST_F(CudaForward, BadRequestsAreErrorsNotCrashes) {
   EXPECT_FALSE(gpu_->start(too_long).ok());
 }
 
+// Without a usable GPU, loading says so: an error naming CUDA, not a crash.
+TEST(CudaForwardWithoutGpu, LoadingSaysWhyNot) {
+  const std::string why = why_no_gpu();
+  if (why.empty()) GTEST_SKIP() << "a GPU is usable here: CudaForward's tests cover loading";
+  if (!std::filesystem::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
+  auto file = open_model(kModel.string());
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  auto gpu = transformer::cuda::CudaTransformer::create(**file, {});
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.status().message().find("cuda"), std::string::npos) << gpu.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::test
