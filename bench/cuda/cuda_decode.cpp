@@ -1,4 +1,4 @@
-// tessera_cuda_bench: the CUDA forward's speed on one model file, as JSON.
+// tessera_cuda_bench (bench/cuda): the CUDA forward's speed on one model file, as JSON.
 //
 //   tessera_cuda_bench MODEL [--prompt 512] [--decode 128] [--rounds 3] [--no-graphs]
 //
