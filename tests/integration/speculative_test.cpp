@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "engine/decoding_context.hpp"
+#include "engine/draft_model.hpp"
+#include "engine/draft_verification.hpp"
 #include "engine/scheduler.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
@@ -206,6 +208,29 @@ double chi_square_bound(int dof) {
   return dof * std::pow(1.0 - a + z * std::sqrt(a), 3);
 }
 
+// Chi-square of `counts` (over `trials`) against p, over the tokens with an
+// expected count of at least 5, the rest lumped into one cell.
+void expect_distributed_as(const std::vector<float>& p, std::map<int32_t, int>& counts, int trials,
+                           const char* what) {
+  double chi = 0, rest_expected = trials, rest_seen = trials;
+  int cells = 0;
+  for (size_t v = 0; v < p.size(); ++v) {
+    const double expected = p[v] * trials;
+    if (expected < 5) continue;
+    const double seen = counts.count(static_cast<int32_t>(v)) ? counts[static_cast<int32_t>(v)] : 0;
+    chi += (seen - expected) * (seen - expected) / expected;
+    rest_seen -= seen;
+    rest_expected -= expected;
+    ++cells;
+  }
+  if (rest_expected >= 5) {
+    chi += (rest_seen - rest_expected) * (rest_seen - rest_expected) / rest_expected;
+    ++cells;
+  }
+  ASSERT_GE(cells, 2);
+  EXPECT_LT(chi, chi_square_bound(cells - 1)) << cells << " cells; " << what << " is not distributed as expected";
+}
+
 TEST(Speculative, SamplingVerificationEmitsTheTargetsDistributionOnTheModelsLogits) {
   // The seeds' settings: temperature 0.7, top-p 0.9 (and top-k 40, as the
   // pipelines' default, which keeps each trial cheap).
@@ -256,29 +281,181 @@ TEST(Speculative, SamplingVerificationEmitsTheTargetsDistributionOnTheModelsLogi
     ASSERT_FALSE(out.empty());
     ++counts[out.front()];
   }
-  // Chi-square over the tokens with an expected count of at least 5; the
-  // rest lumped into one cell.
-  double chi = 0, rest_expected = 0, rest_seen = kTrials;
-  int cells = 0;
-  for (size_t v = 0; v < vocab; ++v) {
-    const double expected = p[v] * kTrials;
-    if (expected < 5) continue;
-    const double seen = counts.count(static_cast<int32_t>(v)) ? counts[static_cast<int32_t>(v)] : 0;
-    chi += (seen - expected) * (seen - expected) / expected;
-    rest_seen -= seen;
-    ++cells;
-  }
-  rest_expected = kTrials;
-  for (size_t v = 0; v < vocab; ++v)
-    if (p[v] * kTrials >= 5) rest_expected -= p[v] * kTrials;
-  if (rest_expected >= 5) {
-    chi += (rest_seen - rest_expected) * (rest_seen - rest_expected) / rest_expected;
-    ++cells;
-  }
-  ASSERT_GE(cells, 2);
-  EXPECT_LT(chi, chi_square_bound(cells - 1))
-      << cells << " cells; the first token a verification emits is not distributed as the target's";
+  expect_distributed_as(p, counts, kTrials, "the first token a verification emits");
   EXPECT_GT(counts[draft[0]], 0) << "the drafted token is sometimes kept";
+}
+
+// The target's strategy after `prompt` with `settings`, and its distribution
+// on `draft`'s logits there (the q a sampled draft is drawn from).
+struct TwoDistributions {
+  std::vector<float> target_row;  // the target's logits after the prompt
+  std::vector<float> p, q;
+};
+TwoDistributions distributions_after(Session& target, Session& draft, const std::vector<int32_t>& prompt,
+                                     const SamplingSettings& settings) {
+  TwoDistributions d;
+  const auto vocab = static_cast<size_t>(target.vocab_size());
+  auto t = target.score(prompt);
+  auto q = draft.score(prompt);
+  EXPECT_TRUE(t.ok() && q.ok());
+  if (!t.ok() || !q.ok()) return d;
+  d.target_row.assign(t->end() - static_cast<std::ptrdiff_t>(vocab), t->end());
+  std::vector<float> draft_row(q->end() - static_cast<std::ptrdiff_t>(vocab), q->end());
+  d.p.resize(vocab);
+  d.q.resize(vocab);
+  const auto distribution_of = [&](std::vector<float> row, std::vector<float>& out) {
+    RequestDecodingContext ctx(prompt, settings);
+    ctx.set_logits(row);  // a copy: the strategy may rewrite it
+    EXPECT_TRUE(target.strategy().distribution(ctx, out).ok());
+  };
+  distribution_of(d.target_row, d.p);
+  distribution_of(draft_row, d.q);
+  return d;
+}
+
+SamplingSettings seeds_settings() {
+  SamplingSettings s;
+  s.temperature = 0.7;
+  s.top_p = 0.9;
+  s.top_k = 40;
+  s.min_p = 0;
+  return s;
+}
+
+// A draft model asked to sample draws its proposals from the request's
+// strategy's distribution on the draft's own logits, and hands that q over;
+// asked by a greedy strategy, it proposes its most likely token, certain.
+TEST(Speculative, SampledDraftsAreDrawnFromTheStrategysDistributionOnTheDraftsLogits) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{{"decoding", "plugin", "sampling"}}));
+  TESSERA_OPEN_OR_SKIP(draft_session, (Overrides{{"model", "path", differing_draft(*target).string(), true}}));
+  auto prompt = target->prompt_ids(greedy("Name a colour.", 1));
+  ASSERT_TRUE(prompt.ok());
+  const SamplingSettings settings = seeds_settings();
+  const TwoDistributions d = distributions_after(*target, *draft_session, *prompt, settings);
+  ASSERT_FALSE(d.q.empty());
+  const size_t vocab = d.q.size();
+  DraftModel draft(std::move(draft_session), 0.0);
+
+  constexpr int kTrials = 1000;
+  std::map<int32_t, int> counts;
+  std::vector<int32_t> out;
+  std::vector<float> probs;
+  std::vector<double> forward_ms;
+  for (int t = 0; t < kTrials; ++t) {
+    std::mt19937_64 rng(static_cast<uint64_t>(t));
+    const DraftSampling sampling{&target->strategy(), &settings, &rng, vocab};
+    out.clear();
+    ASSERT_TRUE(draft.draft(0, *prompt, 1, out, forward_ms, &sampling, &probs).ok());
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(probs.size(), vocab) << "one q row per draft, as wide as the target's logits";
+    if (t == 0) {
+      for (size_t v = 0; v < vocab; ++v) ASSERT_NEAR(probs[v], d.q[v], 1e-6f) << "q differs at id " << v;
+    }
+    ++counts[out[0]];
+  }
+  expect_distributed_as(d.q, counts, kTrials, "the drafted token");
+
+  // A greedy strategy's distribution is a point mass: certain drafts, no q.
+  TESSERA_OPEN_OR_SKIP(greedy_target, (Overrides{{"decoding", "plugin", "greedy"}}));
+  std::mt19937_64 rng(1);
+  const DraftSampling greedy_sampling{&greedy_target->strategy(), &settings, &rng, vocab};
+  out.clear();
+  ASSERT_TRUE(draft.draft(0, *prompt, 3, out, forward_ms, &greedy_sampling, &probs).ok());
+  std::vector<int32_t> plain;
+  draft.forget(0);  // the draft's memory may hold one sequence
+  ASSERT_TRUE(draft.draft(0, *prompt, 3, plain, forward_ms).ok());
+  ASSERT_EQ(plain.size(), 3u);
+  EXPECT_TRUE(probs.empty());
+  EXPECT_EQ(out, plain) << "a greedy strategy's drafts are the draft's most likely tokens";
+}
+
+// Proposals drawn from q and verified with q (rejection sampling) emit the
+// target's distribution, with a real draft's q that differs from p.
+TEST(Speculative, SampledDraftsVerifiedWithTheirDistributionEmitTheTargetsDistribution) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{{"decoding", "plugin", "sampling"}}));
+  TESSERA_OPEN_OR_SKIP(draft_session, (Overrides{{"model", "path", differing_draft(*target).string(), true}}));
+  // Temperature 1 and no truncation, and the first of these texts after
+  // which p and q overlap without being equal, so that proposals are both
+  // kept and rejected.
+  SamplingSettings settings;
+  settings.temperature = 1.0;
+  settings.top_k = 0;
+  settings.top_p = 1.0;
+  settings.min_p = 0;
+  TwoDistributions d;
+  std::vector<int32_t> prompt;
+  double overlap = 0;
+  for (const char* text : {"The weather today is", "My favourite fruit is the", "Once upon a time, there was a"}) {
+    auto ids = target->prompt_ids(greedy(text, 1, /*chat=*/false));
+    ASSERT_TRUE(ids.ok());
+    d = distributions_after(*target, *draft_session, *ids, settings);
+    ASSERT_FALSE(d.p.empty());
+    overlap = 0;
+    for (size_t v = 0; v < d.p.size(); ++v) overlap += std::min(d.p[v], d.q[v]);
+    std::printf("after \"%s\": sum min(p, q) = %.3f\n", text, overlap);
+    prompt = *ids;
+    if (overlap > 0.1 && overlap < 0.9) break;
+  }
+  ASSERT_GT(overlap, 0.1) << "no text where p and q overlap";
+  ASSERT_LT(overlap, 0.9) << "no text where the draft differs from the target";
+
+  constexpr int kTrials = 2000;
+  std::map<int32_t, int> counts;
+  int kept = 0;
+  std::vector<double> q_weights(d.q.begin(), d.q.end());
+  for (int t = 0; t < kTrials; ++t) {
+    SamplingSettings seeded = settings;
+    seeded.seed = static_cast<uint64_t>(t);
+    RequestDecodingContext ctx(prompt, seeded);
+    const int32_t x = draw_index(q_weights, 1.0, ctx.rng());
+    ctx.propose(std::vector<int32_t>{x}, d.q);
+    // Row 1 (after x) only feeds the bonus token, which is not counted here.
+    std::vector<float> rows = d.target_row;
+    rows.insert(rows.end(), d.target_row.begin(), d.target_row.end());
+    ctx.set_logits(rows);
+    std::vector<int32_t> out;
+    ASSERT_TRUE(verify_draft(target->strategy(), ctx, ctx.proposal_probs(), out).ok());
+    ASSERT_FALSE(out.empty());
+    kept += out.front() == x && out.size() == 2;
+    ++counts[out.front()];
+  }
+  expect_distributed_as(d.p, counts, kTrials, "the first token a verification of sampled drafts emits");
+  // The acceptance rate is sum_x min(p, q): within 5 standard errors.
+  const double rate = static_cast<double>(kept) / kTrials;
+  const size_t q_top = static_cast<size_t>(std::max_element(d.q.begin(), d.q.end()) - d.q.begin());
+  std::printf("sampled drafts kept %.3f of the time (sum min(p, q) = %.3f); a greedy draft would be kept with "
+              "p(argmax q) = %.3f\n",
+              rate, overlap, static_cast<double>(d.p[q_top]));
+  EXPECT_NEAR(rate, overlap, 5 * std::sqrt(overlap * (1 - overlap) / kTrials) + 1e-3);
+}
+
+// Through the scheduler: a sampling pipeline with a draft model drafts,
+// keeps some drafts, and gives the same ids for the same seed.
+TEST(Speculative, SamplingWithADraftModelRunsAndRepeatsForASeed) {
+  TESSERA_OPEN_OR_SKIP(plain, (Overrides{{"decoding", "plugin", "sampling"}}));
+  TESSERA_OPEN_OR_SKIP(session, with(Overrides{{"decoding", "plugin", "sampling"}}, draft_model(*plain)));
+  const auto run = [&] {
+    Scheduler scheduler(*session);
+    for (const auto& p : kPrompts) {
+      GenerationRequest r = greedy(p, 24);
+      r.sampling = seeds_settings();
+      r.sampling.seed = 7;
+      scheduler.submit(r);
+    }
+    auto out = scheduler.run();
+    EXPECT_TRUE(out.ok()) << out.status().message();
+    std::vector<std::vector<int32_t>> ids;
+    if (out.ok())
+      for (const auto& o : *out) ids.push_back(o.result.metrics.token_ids);
+    return std::pair{ids, scheduler.stats().speculation};
+  };
+  const auto [first, stats] = run();
+  const auto [second, stats2] = run();
+  EXPECT_EQ(first, second);
+  EXPECT_GT(stats.drafted_tokens, 0);
+  EXPECT_GT(stats.accepted_tokens, 0);
+  std::printf("sampled drafts: %lld drafted, %lld kept\n", static_cast<long long>(stats.drafted_tokens),
+              static_cast<long long>(stats.accepted_tokens));
 }
 
 TEST(Speculative, ADraftOfAnotherVocabularyIsRefusedSayingWhere) {

@@ -24,7 +24,7 @@ class KnownContinuation final : public DraftProposer {
  public:
   KnownContinuation(std::map<size_t, std::vector<int32_t>> prompts_to_ids, int spoil)
       : known_(std::move(prompts_to_ids)), spoil_(spoil) {}
-  Status propose(Request& r, int32_t max_tokens, std::vector<int32_t>& out) override {
+  Status propose(Request& r, int32_t max_tokens, std::vector<int32_t>& out, std::vector<float>& /*probs*/) override {
     const auto& ids = known_.at(r.index);
     const size_t done = static_cast<size_t>(r.outcome.result.metrics.generated_tokens);
     for (int32_t i = 0; i < max_tokens && done + static_cast<size_t>(i) < ids.size(); ++i) {

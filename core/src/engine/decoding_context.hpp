@@ -35,11 +35,19 @@ class RequestDecodingContext final : public DecodingContext {
   // Appends a token to the committed ones (the proposal must be cleared first).
   void push(int32_t token) { tokens_.push_back(token), ++committed_; }
   // Draft tokens to verify in the next step; they replace any earlier proposal.
-  void propose(std::span<const int32_t> draft) {
+  // `probs`: [draft.size(), vocab], the distribution each draft was drawn
+  // from, or empty when the drafts are certain (greedy drafting, lookup).
+  void propose(std::span<const int32_t> draft, std::span<const float> probs = {}) {
     tokens_.resize(committed_);
     tokens_.insert(tokens_.end(), draft.begin(), draft.end());
+    proposal_probs_.assign(probs.begin(), probs.end());
   }
-  void clear_proposal() { tokens_.resize(committed_); }
+  void clear_proposal() {
+    tokens_.resize(committed_);
+    proposal_probs_.clear();
+  }
+  // What propose() was given as `probs`.
+  std::span<const float> proposal_probs() const { return proposal_probs_; }
   // The step's rows of logits: [proposed().size() + 1, vocab].
   void set_logits(std::span<float> rows) { rows_ = rows; }
 
@@ -50,6 +58,7 @@ class RequestDecodingContext final : public DecodingContext {
   SamplingSettings sampling_;
   std::mt19937_64 rng_;
   std::span<float> rows_;
+  std::vector<float> proposal_probs_;  // [proposed().size(), vocab] or empty
 };
 
 }  // namespace tessera

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/decoding_context.hpp"
+#include "engine/draft_verification.hpp"
 #include "tessera/argmax.hpp"
 #include "tessera/fast_exp.hpp"
 
@@ -49,8 +51,44 @@ double DraftModel::top_probability(std::span<const float> logits, int32_t top) {
   return 1.0 / static_cast<double>(sum);
 }
 
+Result<int32_t> DraftModel::sample(const DraftSampling& sampling, std::span<const int32_t> history,
+                                   std::vector<float>& probs, bool& spread) {
+  if (!provides(*sampling.strategy, 1)) return -1;
+  // The request's context as it would stand with the drafts so far
+  // committed: penalties see them, as the target's rows will.
+  RequestDecodingContext ctx(history, *sampling.settings);
+  scratch_ = logits_;
+  ctx.set_logits(scratch_);
+  q_.resize(logits_.size());
+  const Status s = sampling.strategy->distribution(ctx, q_);
+  if (s.code() == StatusCode::unsupported) return -1;
+  TESSERA_RETURN_IF_ERROR(s);
+  // Only the ids both the draft and the target have can be drafted.
+  const size_t width = std::min({q_.size(), sampling.row_width,
+                                 static_cast<size_t>(session_->tokenizer().vocab_size())});
+  weights_.assign(width, 0.0);
+  double total = 0.0;
+  size_t nonzero = 0;
+  for (size_t v = 0; v < width; ++v) {
+    weights_[v] = std::max(0.0f, q_[v]);
+    total += weights_[v];
+    nonzero += weights_[v] > 0.0;
+  }
+  if (!(total > 0.0)) return Internal("the decoding strategy's distribution on the draft's logits has no mass");
+  const int32_t x = draw_index(weights_, total, *sampling.rng);
+  // q as the verification reads it: normalised over the ids that can be drafted.
+  const size_t at = probs.size();
+  probs.resize(at + sampling.row_width, 0.0f);
+  for (size_t v = 0; v < width; ++v) probs[at + v] = static_cast<float>(weights_[v] / total);
+  spread = spread || nonzero > 1;
+  return x;
+}
+
 Status DraftModel::draft(size_t request, std::span<const int32_t> tokens, int32_t max_tokens,
-                         std::vector<int32_t>& out, std::vector<double>& forward_ms) {
+                         std::vector<int32_t>& out, std::vector<double>& forward_ms, const DraftSampling* sampling,
+                         std::vector<float>* probs) {
+  if (probs != nullptr) probs->clear();
+  if (probs == nullptr) sampling = nullptr;
   if (max_tokens <= 0 || tokens.empty()) return Status::Ok();
   // The draft's context may be shorter than the target's: no drafts past it.
   const int64_t room = session_->context_length() - static_cast<int64_t>(tokens.size());
@@ -110,16 +148,34 @@ Status DraftModel::draft(size_t request, std::span<const int32_t> tokens, int32_
     return Status::Ok();
   };
   TESSERA_RETURN_IF_ERROR(feed(tokens.subspan(d.fed.size())));
+  std::vector<int32_t> history;  // the request's tokens and the drafts so far (for a sampling strategy)
+  if (sampling != nullptr) history.assign(tokens.begin(), tokens.end());
+  bool spread = false;  // some q held more than one token
   for (int32_t i = 0; i < max_tokens; ++i) {
     auto top = argmax_token(logits_);
     if (!top.ok()) return top.status();
     // Rows past the tokenizer's ids (padding some files have) are no token.
     if (*top >= session_->tokenizer().vocab_size()) break;
     if (min_probability_ > 0 && top_probability(logits_, *top) < min_probability_) break;
-    out.push_back(*top);
+    int32_t next = *top;
+    if (sampling != nullptr) {
+      auto drawn = sample(*sampling, history, *probs, spread);
+      if (!drawn.ok()) return drawn.status();
+      if (*drawn < 0) {  // no distribution to draw from: greedy drafts, certain
+        sampling = nullptr;
+        probs->clear();
+        spread = false;
+      } else {
+        next = *drawn;
+        history.push_back(next);
+      }
+    }
+    out.push_back(next);
     if (i + 1 == max_tokens) break;  // the last draft is never fed: nothing drafts from it
     TESSERA_RETURN_IF_ERROR(feed(std::span<const int32_t>(&out.back(), 1)));
   }
+  // Point masses everywhere (a greedy strategy): the drafts are certain.
+  if (probs != nullptr && !spread) probs->clear();
   return Status::Ok();
 }
 

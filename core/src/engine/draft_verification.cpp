@@ -6,13 +6,9 @@
 
 namespace tessera {
 
-namespace {
-
-// A uniform double in [0, 1) from the top 53 bits of one generator output.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// One token drawn from weights w (non-negative, sum > 0).
-int32_t draw(std::span<const double> w, double total, std::mt19937_64& rng) {
+int32_t draw_index(std::span<const double> w, double total, std::mt19937_64& rng) {
   const double u = uniform01(rng) * total;
   double cumulative = 0.0;
   int32_t last = 0;
@@ -24,8 +20,6 @@ int32_t draw(std::span<const double> w, double total, std::mt19937_64& rng) {
   }
   return last;  // u within rounding of the total
 }
-
-}  // namespace
 
 Status verify_draft(DecodingStrategy& strategy, DecodingContext& ctx, std::span<const float> draft_probs,
                     std::vector<int32_t>& out) {
@@ -51,7 +45,7 @@ Status verify_draft(DecodingStrategy& strategy, DecodingContext& ctx, std::span<
 
     if (row == k) {  // every proposal kept: the bonus token, from p
       for (size_t v = 0; v < vocab; ++v) weights[v] = std::max(0.0f, p[v]);
-      out.push_back(draw(weights, total, ctx.rng()));
+      out.push_back(draw_index(weights, total, ctx.rng()));
       return Status::Ok();
     }
     const auto x = static_cast<size_t>(proposed[row]);
@@ -73,7 +67,7 @@ Status verify_draft(DecodingStrategy& strategy, DecodingContext& ctx, std::span<
       for (size_t v = 0; v < vocab; ++v) weights[v] = std::max(0.0f, p[v]);
       residual = total;
     }
-    out.push_back(draw(weights, residual, ctx.rng()));
+    out.push_back(draw_index(weights, residual, ctx.rng()));
     return Status::Ok();
   }
   return Status::Ok();

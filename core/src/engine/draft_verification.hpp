@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -27,5 +28,12 @@ namespace tessera {
 // A strategy built for ABI minor 0 has no distribution(): it is not called.
 Status verify_draft(DecodingStrategy& strategy, DecodingContext& ctx, std::span<const float> draft_probs,
                     std::vector<int32_t>& out);
+
+// The draws both sides of speculative sampling make (the draft drawing its
+// proposal from q, the verification accepting and resampling).
+// A uniform double in [0, 1) from the top 53 bits of one generator output.
+double uniform01(std::mt19937_64& rng);
+// An index drawn with probability w[i] / total (w non-negative, total > 0 their sum).
+int32_t draw_index(std::span<const double> w, double total, std::mt19937_64& rng);
 
 }  // namespace tessera

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/draft_verification.hpp"
+
 namespace tessera {
 
 bool all_finite(std::span<const float> values) {
@@ -70,7 +72,10 @@ Status OutputProcessor::choose(const ScheduledRequest& item, std::span<float> lo
   Request& r = *item.request;
   r.ctx->set_logits(logits);
   chosen_.clear();
-  const Status s = item.n_proposed > 0 ? strategy_.verify(*r.ctx, chosen_) : strategy_.step(*r.ctx, chosen_);
+  // Sampled drafts come with the distribution each was drawn from, for
+  // rejection sampling; certain ones (greedy, lookup) go to verify().
+  const Status s = item.n_proposed > 0 ? verify_draft(strategy_, *r.ctx, r.ctx->proposal_probs(), chosen_)
+                                       : strategy_.step(*r.ctx, chosen_);
   TESSERA_RETURN_IF_ERROR(s);
   if (chosen_.empty()) return Internal("the decoding plugin chose no token");
   const auto vocab = static_cast<int64_t>(logits.size() / static_cast<size_t>(item.n_logits));

@@ -151,7 +151,8 @@ Status Session::open_speculation(const PluginRegistry& registry) {
   settings.lookup_settings.max_ngram = static_cast<int32_t>(p.get_int("lookup_max_ngram"));
   settings.max_draft_tokens = static_cast<int32_t>(p.get_int("max_draft_tokens"));
   settings.adaptive = p.get_bool("adaptive");
-  speculator_ = std::make_unique<Speculator>(settings, std::move(draft));
+  speculator_ = std::make_unique<Speculator>(settings, std::move(draft), strategy_.get(),
+                                             static_cast<size_t>(model_->vocab_size()));
   return Status::Ok();
 }
 

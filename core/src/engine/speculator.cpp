@@ -5,8 +5,9 @@
 
 namespace tessera {
 
-Speculator::Speculator(SpeculatorSettings settings, std::unique_ptr<DraftModel> draft)
-    : settings_(settings), draft_(std::move(draft)) {}
+Speculator::Speculator(SpeculatorSettings settings, std::unique_ptr<DraftModel> draft, DecodingStrategy* strategy,
+                       size_t row_width)
+    : settings_(settings), draft_(std::move(draft)), strategy_(strategy), row_width_(row_width) {}
 
 Speculator::RequestDrafting& Speculator::drafting_of(const Request& r) {
   auto it = requests_.find(r.index);
@@ -17,7 +18,8 @@ Speculator::RequestDrafting& Speculator::drafting_of(const Request& r) {
       .first->second;
 }
 
-Status Speculator::propose(Request& r, int32_t max_tokens, std::vector<int32_t>& out) {
+Status Speculator::propose(Request& r, int32_t max_tokens, std::vector<int32_t>& out, std::vector<float>& probs) {
+  probs.clear();
   RequestDrafting& d = drafting_of(r);
   d.last = Source::none;
   // Prompt lookup's proposal, if it has one (free to find).
@@ -41,7 +43,9 @@ Status Speculator::propose(Request& r, int32_t max_tokens, std::vector<int32_t>&
     d.last = Source::lookup;
   } else if (model_k > 0) {
     forward_ms_.clear();
-    TESSERA_RETURN_IF_ERROR(draft_->draft(r.index, r.tokens(), model_k, out, forward_ms_));
+    DraftSampling sampling{strategy_, &r.ctx->sampling(), &r.ctx->rng(), row_width_};
+    TESSERA_RETURN_IF_ERROR(draft_->draft(r.index, r.tokens(), model_k, out, forward_ms_,
+                                          strategy_ != nullptr ? &sampling : nullptr, &probs));
     for (const double ms : forward_ms_) costs_.record_draft(ms);
     if (out.empty()) d.model.record(0, 0);
     d.last = Source::model;

@@ -26,10 +26,13 @@ struct SpeculatorSettings {
 
 class Speculator final : public DraftProposer {
  public:
-  // `draft` may be null (prompt lookup only).
-  Speculator(SpeculatorSettings settings, std::unique_ptr<DraftModel> draft);
+  // `draft` may be null (prompt lookup only). With `strategy` (the target's),
+  // the draft model draws its proposals from that strategy's distribution
+  // (DraftSampling); `row_width` is the target's logits row.
+  Speculator(SpeculatorSettings settings, std::unique_ptr<DraftModel> draft, DecodingStrategy* strategy = nullptr,
+             size_t row_width = 0);
 
-  Status propose(Request& request, int32_t max_tokens, std::vector<int32_t>& out) override;
+  Status propose(Request& request, int32_t max_tokens, std::vector<int32_t>& out, std::vector<float>& probs) override;
   void verified(Request& request, int32_t proposed, int32_t accepted) override;
   void timed_step(int32_t requests, int32_t drafted, double ms) override;
   void finished(const Request& request) override;
@@ -48,6 +51,8 @@ class Speculator final : public DraftProposer {
 
   SpeculatorSettings settings_;
   std::unique_ptr<DraftModel> draft_;
+  DecodingStrategy* strategy_;
+  size_t row_width_;
   DraftCosts costs_;
   std::map<size_t, RequestDrafting> requests_;
   std::vector<double> forward_ms_;

@@ -89,12 +89,19 @@ Status StepPlanner::draft(Request& r, int32_t budget, ScheduledRequest& item) {
                                           r.request.max_tokens - generated - 1});
   if (room <= 0) return Status::Ok();
   draft_.clear();
+  draft_probs_.clear();
   const auto start = Clock::now();
-  const Status proposed = proposer_->propose(r, static_cast<int32_t>(room), draft_);
+  const Status proposed = proposer_->propose(r, static_cast<int32_t>(room), draft_, draft_probs_);
   stats_.draft_ms += ms_between(start, Clock::now());
   TESSERA_RETURN_IF_ERROR(proposed);
   if (draft_.empty()) return Status::Ok();
-  if (static_cast<int64_t>(draft_.size()) > room) draft_.resize(static_cast<size_t>(room));
+  if (!draft_probs_.empty() && draft_probs_.size() % draft_.size() != 0)
+    return Internal("the draft proposer's probabilities are not one row per proposed token");
+  if (static_cast<int64_t>(draft_.size()) > room) {
+    const size_t row = draft_probs_.size() / draft_.size();
+    draft_.resize(static_cast<size_t>(room));
+    if (!draft_probs_.empty()) draft_probs_.resize(draft_.size() * row);
+  }
   if (!truncates_) {
     // A recurrent state cannot be cut back: save it before the draft tokens
     // advance it, to return to if some are rejected.
@@ -105,7 +112,7 @@ Status StepPlanner::draft(Request& r, int32_t budget, ScheduledRequest& item) {
     }
     r.checkpoint = *checkpoint;
   }
-  r.ctx->propose(draft_);
+  r.ctx->propose(draft_, draft_probs_);
   const auto k = static_cast<int32_t>(draft_.size());
   item.n_tokens += k;
   item.n_logits += k;

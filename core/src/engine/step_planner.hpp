@@ -45,8 +45,13 @@ struct SchedulerConfig {
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
-  // Appends at most `max_tokens` tokens to follow `request.tokens()` to `out`.
-  virtual Status propose(Request& request, int32_t max_tokens, std::vector<int32_t>& out) = 0;
+  // Appends at most `max_tokens` tokens to follow `request.tokens()` to
+  // `out`. `probs` stays empty when the tokens are certain proposals (greedy
+  // drafts, prompt lookup); a proposer that samples its drafts fills it with
+  // [out.size(), vocab]: the distribution each token was drawn from, which the
+  // verification's rejection sampling needs (draft_verification.hpp).
+  virtual Status propose(Request& request, int32_t max_tokens, std::vector<int32_t>& out,
+                         std::vector<float>& probs) = 0;
   // The step verified `proposed` of the request's drafts and kept `accepted`.
   virtual void verified(Request& /*request*/, int32_t /*proposed*/, int32_t /*accepted*/) {}
   // A decode step (no prompt chunk) of `requests` requests verifying
@@ -114,6 +119,7 @@ class StepPlanner {
   bool truncates_;
   PlannerStats stats_;
   std::vector<int32_t> draft_;
+  std::vector<float> draft_probs_;  // [draft_.size(), vocab] or empty
 };
 
 }  // namespace tessera

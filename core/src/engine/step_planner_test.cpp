@@ -141,7 +141,7 @@ TEST_F(StepPlannerTest, ARequestAloneThatCannotFitFails) {
 class ScriptProposer final : public DraftProposer {
  public:
   explicit ScriptProposer(std::vector<int32_t> script) : script_(std::move(script)) {}
-  Status propose(Request&, int32_t max_tokens, std::vector<int32_t>& out) override {
+  Status propose(Request&, int32_t max_tokens, std::vector<int32_t>& out, std::vector<float>& /*probs*/) override {
     ++calls;
     last_max = max_tokens;
     for (int32_t i = 0; i < max_tokens && i < static_cast<int32_t>(script_.size()); ++i) out.push_back(script_[i]);
