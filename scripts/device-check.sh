@@ -19,8 +19,10 @@
 #
 # `run` expects the checkout at /work/main (the binaries' library paths and
 # the tests' data paths are absolute); elsewhere it links /work/main to it.
-# Results go to $OUT (at most 8 files): kernels.log, integration.log,
-# bench-*.json, nvidia-smi.txt.
+# Results go to $OUT (at most 8 files): nvidia-smi.txt (with ldd and the
+# model's sha256), kernels.log, integration.log, bench-graphs.json,
+# bench-launches.json, bench-errors.log; `kernels` writes first-call.txt and
+# kernels-first.log. `run` exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -69,41 +71,63 @@ stage() {
        "[.devcheck, .devmodel1], then [.devmodel2], then [.devmodel3] with: bash scripts/device-check.sh run"
 }
 
+# Unpacks the bundle and chooses the library path (the C++ runtimes of the
+# build machine only where the image lacks what the binaries need).
+unpack() {
+  python3 -c "import tarfile; tarfile.open('.devcheck/bundle.tar.xz').extractall('.')" || {
+    echo "device-check: cannot unpack .devcheck/bundle.tar.xz (was .devcheck carried?)" >&2; exit 1; }
+  export LD_LIBRARY_PATH=$PWD/.devcheck/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local missing
+  missing=$(ldd .devcheck/bin/cuda_integration_test 2>&1 | grep -c "not found" || true)
+  if [[ $missing != 0 ]]; then export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.devcheck/fallback; fi
+  export TESSERA_REQUIRE_GPU=1
+}
+
+kernels() {
+  out=${OUT:-/tmp/device-check}
+  mkdir -p "$out"
+  unpack
+  { nvidia-smi; ldd .devcheck/bin/test_arch_transformer_cuda; } > "$out/first-call.txt" 2>&1
+  timeout 120 .devcheck/bin/test_arch_transformer_cuda 2>&1 | tee "$out/kernels-first.log" | tail -25
+  return "${PIPESTATUS[0]}"
+}
+
 run() {
   out=${OUT:-/tmp/device-check}
   mkdir -p "$out"
   root=$PWD
-  if [[ $root != /work/main ]]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
-  python3 -c "import tarfile; tarfile.open('.devcheck/bundle.tar.xz').extractall('.')"
-  export LD_LIBRARY_PATH=$root/.devcheck/syslib
-  if ldd .devcheck/bin/cuda_integration_test | grep -q "not found"; then
-    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/.devcheck/fallback
+  if [[ $root != /work/main ]]; then
+    if [[ -e /work/main && ! -L /work/main ]]; then
+      echo "device-check: /work/main exists and is not a link: the binaries' paths cannot be made to resolve" >&2
+      exit 1
+    fi
+    mkdir -p /work && ln -sfn "$root" /work/main
   fi
+  unpack
+  export TESSERA_REQUIRE_MODEL=1
   nvidia-smi > "$out/nvidia-smi.txt" 2>&1
   ldd .devcheck/bin/cuda_integration_test >> "$out/nvidia-smi.txt" 2>&1
   mkdir -p models
   if [[ -f .devmodel1/part && -f .devmodel2/part && -f .devmodel3/part ]]; then
     cat .devmodel1/part .devmodel2/part .devmodel3/part > "$model"
   fi
-  { echo "model: $(stat -c %s "$model" 2>/dev/null) bytes, sha256 $(sha256sum "$model" | cut -d' ' -f1)" \
-         "(expected ${model_sha256:-unknown})"; } | tee -a "$out/nvidia-smi.txt"
-  TESSERA_REQUIRE_GPU=1 timeout 120 .devcheck/bin/test_arch_transformer_cuda 2>&1 | tee "$out/kernels.log" | tail -5
-  TESSERA_REQUIRE_GPU=1 timeout 240 .devcheck/bin/cuda_integration_test 2>&1 | tee "$out/integration.log" | tail -8
-  timeout 90 .devcheck/bin/tessera_cuda_bench "$model" > "$out/bench-graphs.json" 2> "$out/bench-errors.log"
-  timeout 90 .devcheck/bin/tessera_cuda_bench "$model" --no-graphs > "$out/bench-launches.json" 2>> "$out/bench-errors.log"
-  cat "$out"/bench-*.json "$out/bench-errors.log"
-}
-
-kernels() {
-  out=${OUT:-/tmp/device-check}
-  mkdir -p "$out"
-  python3 -c "import tarfile; tarfile.open('.devcheck/bundle.tar.xz').extractall('.')"
-  export LD_LIBRARY_PATH=$PWD/.devcheck/syslib
-  if ldd .devcheck/bin/test_arch_transformer_cuda | grep -q "not found"; then
-    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.devcheck/fallback
+  local sum
+  sum=$(sha256sum "$model" 2>/dev/null | cut -d' ' -f1)
+  echo "model: $(stat -c %s "$model" 2>/dev/null) bytes, sha256 $sum (expected $model_sha256)" | tee -a "$out/nvidia-smi.txt"
+  if [[ $sum != "$model_sha256" ]]; then
+    echo "device-check: the model did not arrive whole (were .devmodel1..3 carried in three calls in a row?)" >&2
+    exit 1
   fi
-  { nvidia-smi; ldd .devcheck/bin/test_arch_transformer_cuda; } > "$out/first-call.txt" 2>&1
-  TESSERA_REQUIRE_GPU=1 timeout 120 .devcheck/bin/test_arch_transformer_cuda 2>&1 | tee "$out/kernels-first.log" | tail -25
+  local failed=0
+  timeout 120 .devcheck/bin/test_arch_transformer_cuda 2>&1 | tee "$out/kernels.log" | tail -5
+  [[ ${PIPESTATUS[0]} == 0 ]] || failed=1
+  timeout 240 .devcheck/bin/cuda_integration_test 2>&1 | tee "$out/integration.log" | tail -8
+  [[ ${PIPESTATUS[0]} == 0 ]] || failed=1
+  timeout 90 .devcheck/bin/tessera_cuda_bench "$model" > "$out/bench-graphs.json" 2> "$out/bench-errors.log" || failed=1
+  timeout 90 .devcheck/bin/tessera_cuda_bench "$model" --no-graphs > "$out/bench-launches.json" \
+    2>> "$out/bench-errors.log" || failed=1
+  cat "$out"/bench-*.json "$out/bench-errors.log"
+  return $failed
 }
 
 case $mode in

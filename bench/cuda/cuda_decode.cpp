@@ -73,7 +73,7 @@ T value_or_die(tessera::Result<T> r, const char* what) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   cxxopts::Options options("tessera_cuda_bench", "The CUDA forward's prefill and decode speed, as JSON");
   options.add_options()("model", "GGUF file", cxxopts::value<std::string>())(
       "prompt", "prefill tokens", cxxopts::value<int64_t>()->default_value("512"))(
@@ -95,6 +95,10 @@ int main(int argc, char** argv) {
   const auto prompt_tokens = args["prompt"].as<int64_t>();
   const auto decode_tokens = args["decode"].as<int64_t>();
   const int rounds = std::max(1, args["rounds"].as<int>());
+  if (prompt_tokens < 1 || decode_tokens < 1) {
+    std::fprintf(stderr, "tessera_cuda_bench: --prompt and --decode must be at least 1\n");
+    return 2;
+  }
 
   auto file = value_or_die(tessera::open_model(args["model"].as<std::string>()), "model");
   tessera::transformer::cuda::CudaTransformerOptions opts;
@@ -136,4 +140,13 @@ int main(int argc, char** argv) {
       {"rounds", rounds}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a CUDA call failed (check_cuda), or out of memory
+    std::fprintf(stderr, "tessera_cuda_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -16,20 +16,15 @@
 #include <fstream>
 #include <iterator>
 
+#include "cuda_testing.hpp"
 #include "cuda_transformer.hpp"
 #include "engine/perplexity.hpp"
+#include "golden_table.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
 
 namespace tessera::test {
 namespace {
-
-struct Golden {
-  const char* prompt;
-  bool chat;
-  std::vector<int32_t> ids;
-  std::vector<float> margins;
-};
 
 namespace f32_reference {
 #include "golden_f32_ids.inc"
@@ -39,21 +34,11 @@ constexpr float kGpuNearTie = 0.01f;
 constexpr size_t kFloor = 1190;
 constexpr double kPerplexityTolerance = 0.005;  // issue 22: within 0.5% of the CPU path
 
-std::string why_no_gpu() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
-  if (count == 0) return "no CUDA device";
-  return {};
-}
 
 class CudaForward : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string why = why_no_gpu();
-    // scripts/device-check.sh sets TESSERA_REQUIRE_GPU: a GPU run cannot pass by skipping.
-    if (!why.empty() && std::getenv("TESSERA_REQUIRE_GPU") != nullptr) FAIL() << why;
-    if (!why.empty()) GTEST_SKIP() << why;
+    TESSERA_SKIP_WITHOUT_GPU();
     if (!std::filesystem::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
     auto file = open_model(kModel.string());
     ASSERT_TRUE(file.ok()) << file.status().message();
@@ -119,7 +104,7 @@ TEST_F(CudaForward, GreedyIdsFollowTheFloat64ReferenceOnTheGoldenPrompts) {
 // `tessera perplexity` scores (engine/perplexity.hpp), GPU against CPU.
 TEST_F(CudaForward, PerplexityIsTheCpuPathsWithinHalfAPercent) {
   const std::filesystem::path text_path = std::filesystem::path(TESSERA_SOURCE_DIR) / ".cache/eval/kjv.txt";
-  if (!std::filesystem::exists(text_path)) GTEST_SKIP() << text_path << " is absent: run scripts/fetch-eval-text.sh";
+  if (!std::filesystem::exists(text_path)) TESSERA_MODEL_ABSENT(text_path.string() + " is absent: run scripts/fetch-eval-text.sh");
   std::ifstream in(text_path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text.resize(std::min<size_t>(text.size(), 20000));
@@ -180,8 +165,7 @@ TEST_F(CudaForward, BadRequestsAreErrorsNotCrashes) {
 
 // Without a usable GPU, loading says so: an error naming CUDA, not a crash.
 TEST(CudaForwardWithoutGpu, LoadingSaysWhyNot) {
-  const std::string why = why_no_gpu();
-  if (why.empty()) GTEST_SKIP() << "a GPU is usable here: CudaForward's tests cover loading";
+  if (transformer::cuda::testing::why_no_gpu().empty()) GTEST_SKIP() << "a GPU is usable here: CudaForward's tests cover loading";
   if (!std::filesystem::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
   auto file = open_model(kModel.string());
   ASSERT_TRUE(file.ok()) << file.status().message();

@@ -25,17 +25,11 @@
 #include <limits>
 
 #include "tessera/isa.hpp"
+#include "golden_table.hpp"
 #include "model_fixture.hpp"
 
 namespace tessera::test {
 namespace {
-
-struct Golden {
-  const char* prompt;
-  bool chat;
-  std::vector<int32_t> ids;
-  std::vector<float> margins;
-};
 
 namespace llama_cpp {
 #include "golden_ids.inc"

@@ -25,6 +25,7 @@ Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int
                                             int64_t max_windows,
                                             const std::function<void(int64_t, int64_t, double)>& progress) {
   if (ctx < 4) return InvalidArgument(fmt::format("--ctx {} is too small (at least 4)", ctx));
+  if (vocab_size <= 0) return InvalidArgument("perplexity: the model has no vocabulary");
   if (ctx > context_length)
     return InvalidArgument(fmt::format("--ctx {} exceeds the model's context of {}", ctx, context_length));
   const std::vector<int32_t> tokens = tokenizer.encode(text, std::nullopt, /*parse_special=*/false);
@@ -57,7 +58,10 @@ Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int
       for (size_t v = 1; v < vocab; ++v) max = std::max(max, row[v]);
       double z = 0;
       for (size_t v = 0; v < vocab; ++v) z += std::exp(static_cast<double>(row[v]) - max);
-      const double nll = std::log(z) + max - row[window[static_cast<size_t>(j + 1)]];
+      const auto target = static_cast<size_t>(window[static_cast<size_t>(j + 1)]);
+      if (target >= vocab)
+        return InvalidArgument(fmt::format("perplexity: token {} is outside the model's {} logits", target, vocab));
+      const double nll = std::log(z) + max - row[target];
       sum += nll;
       sum_sq += nll * nll;
       ++r.scored_tokens;

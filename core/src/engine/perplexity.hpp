@@ -36,7 +36,7 @@ using WindowScorer = std::function<Result<std::vector<float>>(std::span<const in
 
 // The same scoring over any engine that gives a window's logits (the CUDA
 // forward's tests score its windows with it); `context_length` bounds ctx.
-Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab,
+Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab_size,
                                             const WindowScorer& score, std::string_view text, int64_t ctx,
                                             int64_t max_windows = 0,
                                             const std::function<void(int64_t, int64_t, double)>& progress = {});

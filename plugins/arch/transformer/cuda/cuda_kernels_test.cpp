@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_testing.hpp"
 #include "device_buffer.hpp"
 #include "ggml_testing.hpp"
 #include "kernels.hpp"
@@ -28,23 +29,6 @@ namespace {
 using ggml::testing::random_bytes;
 using ggml::testing::random_floats;
 
-// Empty when a device is usable, else why not.
-std::string why_no_gpu() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
-  if (count == 0) return "no CUDA device";
-  return {};
-}
-
-// Skips without a GPU, saying why; fails instead where TESSERA_REQUIRE_GPU
-// is set (scripts/device-check.sh sets it, so a GPU run cannot pass by skipping).
-#define SKIP_WITHOUT_GPU()                                                          \
-  do {                                                                              \
-    const std::string why = why_no_gpu();                                           \
-    if (!why.empty() && std::getenv("TESSERA_REQUIRE_GPU") != nullptr) FAIL() << why; \
-    if (!why.empty()) GTEST_SKIP() << why;                                          \
-  } while (0)
 
 template <typename T>
 DeviceBuffer to_device(const std::vector<T>& v) {
@@ -112,7 +96,7 @@ DeviceMatrix view(const DeviceBuffer& b, DType type, int64_t rows, int64_t cols)
 // Every value the gather decodes equals the reference's to within one f32
 // rounding (the GPU may fuse q * d + m into one FMA): 2^-22 relative.
 TEST_P(WeightFormats, GatherDecodesTheReferenceValues) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   const DType type = GetParam();
   const int64_t rows = 9, cols = 512;
   const std::vector<uint8_t> w = random_matrix(type, rows, cols, 11);
@@ -134,7 +118,7 @@ TEST_P(WeightFormats, GatherDecodesTheReferenceValues) {
 // two passes of eight) against double sums of the reference's values:
 // within 1e-5 of the sum of |w x| (f32 accumulation over 512..2048 terms).
 TEST_P(WeightFormats, MatvecMatchesDoubleSumsOfTheReference) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   const DType type = GetParam();
   for (const int64_t cols : {512, 2048}) {
     const int64_t out_rows = 37;
@@ -167,7 +151,7 @@ TEST_P(WeightFormats, MatvecMatchesDoubleSumsOfTheReference) {
 
 // Within 2 f32 roundings of the CPU block (both sum squares in double).
 TEST(CudaKernels, RmsNormMatchesTheCpuBlock) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   const int64_t rows = 5, dim = 576;
   const std::vector<float> x = random_floats(static_cast<size_t>(rows * dim), 1, 3.0f);
   const std::vector<float> w = random_floats(static_cast<size_t>(dim), 2);
@@ -183,7 +167,7 @@ TEST(CudaKernels, RmsNormMatchesTheCpuBlock) {
 // Both pairings against the CPU RopeTable at positions 5.. (read from device
 // memory): the same cos/sin, so within one FMA's rounding.
 TEST(CudaKernels, RopeMatchesTheCpuTable) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   for (const bool neox : {false, true}) {
     blocks::RopeConfig config;
     config.head_dim = 64;
@@ -213,7 +197,7 @@ TEST(CudaKernels, RopeMatchesTheCpuTable) {
 // rows at positions 0..3 (where some warps see no key) and 6..9 over keys
 // [0, position], 1e-5 absolute (values ~1).
 TEST(CudaKernels, AttentionMatchesADoubleSoftmax) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   for (const int32_t first : {0, 6})
   for (const int32_t head_dim : {64, 128}) {
     const int32_t n_head = 6, n_kv = 2;
@@ -258,7 +242,7 @@ TEST(CudaKernels, AttentionMatchesADoubleSoftmax) {
 // SwiGLU against the CPU block (whose exp is its own fast one): 1e-6 relative.
 // Residual add and cache rows: exact.
 TEST(CudaKernels, SwigluAddAndCacheRowsMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   const int64_t n = 3000;
   std::vector<float> gate = random_floats(static_cast<size_t>(n), 1, 4.0f);
   const std::vector<float> up = random_floats(static_cast<size_t>(n), 2);
@@ -288,7 +272,7 @@ TEST(CudaKernels, SwigluAddAndCacheRowsMatchTheCpu) {
 // Ties go to the lowest index (as tessera::argmax_token), NaN gives -1, and
 // the position advances either way.
 TEST(CudaKernels, ArgmaxTakesTheFirstOfEqualMaximaAndRefusesNan) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   std::vector<float> logits = random_floats(49152, 4);
   logits[30001] = 50.0f;
   logits[40000] = 50.0f;

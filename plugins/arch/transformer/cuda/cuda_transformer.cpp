@@ -21,6 +21,19 @@ struct LayerOnDevice {
   DeviceBuffer k_cache, v_cache;              // [max_context, kv_dim] each
 };
 
+// WeightFormat takes DType's values, so that a stored tensor's dtype names its kernel.
+static_assert(static_cast<uint32_t>(WeightFormat::f32) == static_cast<uint32_t>(DType::f32));
+static_assert(static_cast<uint32_t>(WeightFormat::f16) == static_cast<uint32_t>(DType::f16));
+static_assert(static_cast<uint32_t>(WeightFormat::bf16) == static_cast<uint32_t>(DType::bf16));
+static_assert(static_cast<uint32_t>(WeightFormat::q4_0) == static_cast<uint32_t>(DType::q4_0));
+static_assert(static_cast<uint32_t>(WeightFormat::q4_1) == static_cast<uint32_t>(DType::q4_1));
+static_assert(static_cast<uint32_t>(WeightFormat::q5_0) == static_cast<uint32_t>(DType::q5_0));
+static_assert(static_cast<uint32_t>(WeightFormat::q5_1) == static_cast<uint32_t>(DType::q5_1));
+static_assert(static_cast<uint32_t>(WeightFormat::q8_0) == static_cast<uint32_t>(DType::q8_0));
+static_assert(static_cast<uint32_t>(WeightFormat::q4_k) == static_cast<uint32_t>(DType::q4_k));
+static_assert(static_cast<uint32_t>(WeightFormat::q5_k) == static_cast<uint32_t>(DType::q5_k));
+static_assert(static_cast<uint32_t>(WeightFormat::q6_k) == static_cast<uint32_t>(DType::q6_k));
+
 bool decodable(DType t) {
   switch (t) {
     case DType::f32: case DType::f16: case DType::bf16: case DType::q4_0: case DType::q4_1: case DType::q5_0:
@@ -180,6 +193,9 @@ struct CudaTransformer::State {
 
   // Runs `ids` (checked) from position 0 in chunks; with `out`, gathers every row's logits.
   int32_t run_prompt(std::span<const int32_t> ids, std::vector<float>* out) {
+    // Until the prompt has run, there is no sequence to step (a failure midway leaves none).
+    host_position = 0;
+    logit_rows = 0;
     const int32_t zero = 0;
     check_cuda(cudaMemcpyAsync(position.as<int32_t>(), &zero, sizeof zero, cudaMemcpyHostToDevice, stream), "reset");
     if (out != nullptr) out->resize(ids.size() * static_cast<size_t>(config.vocab));
