@@ -11,9 +11,13 @@ namespace tessera {
 
 class RequestDecodingContext final : public DecodingContext {
  public:
-  RequestDecodingContext(std::span<const int32_t> prompt, const SamplingSettings& sampling)
+  // `prompt_length` (when not -1): how many of `prompt`'s tokens are the
+  // user's prompt, the rest having been generated (a draft's view of a request).
+  RequestDecodingContext(std::span<const int32_t> prompt, const SamplingSettings& sampling,
+                         int32_t prompt_length = -1)
       : tokens_(prompt.begin(), prompt.end()), committed_(prompt.size()),
-        prompt_length_(static_cast<int32_t>(prompt.size())), sampling_(sampling), rng_(sampling.seed) {}
+        prompt_length_(prompt_length >= 0 ? prompt_length : static_cast<int32_t>(prompt.size())),
+        sampling_(sampling), rng_(sampling.seed) {}
 
   std::span<const int32_t> proposed() const noexcept override {
     return std::span<const int32_t>(tokens_).subspan(committed_);

@@ -56,7 +56,7 @@ Result<int32_t> DraftModel::sample(const DraftSampling& sampling, std::span<cons
   if (!provides(*sampling.strategy, 1)) return -1;
   // The request's context as it would stand with the drafts so far
   // committed: penalties see them, as the target's rows will.
-  RequestDecodingContext ctx(history, *sampling.settings);
+  RequestDecodingContext ctx(history, *sampling.settings, sampling.prompt_length);
   scratch_ = logits_;
   ctx.set_logits(scratch_);
   q_.resize(logits_.size());
@@ -74,7 +74,7 @@ Result<int32_t> DraftModel::sample(const DraftSampling& sampling, std::span<cons
     total += weights_[v];
     nonzero += weights_[v] > 0.0;
   }
-  if (!(total > 0.0)) return Internal("the decoding strategy's distribution on the draft's logits has no mass");
+  if (!(total > 0.0)) return -2;  // its mass lies past the ids both vocabularies have
   const int32_t x = draw_index(weights_, total, *sampling.rng);
   // q as the verification reads it: normalised over the ids that can be drafted.
   const size_t at = probs.size();
@@ -161,6 +161,7 @@ Status DraftModel::draft(size_t request, std::span<const int32_t> tokens, int32_
     if (sampling != nullptr) {
       auto drawn = sample(*sampling, history, *probs, spread);
       if (!drawn.ok()) return drawn.status();
+      if (*drawn == -2) break;
       if (*drawn < 0) {  // no distribution to draw from: greedy drafts, certain
         sampling = nullptr;
         probs->clear();

@@ -33,6 +33,7 @@ struct DraftSampling {
   const SamplingSettings* settings = nullptr;  // the request's
   std::mt19937_64* rng = nullptr;           // the request's generator
   size_t row_width = 0;                     // the target's logits row: the width of each q row
+  int32_t prompt_length = 0;                // of the request, for the strategy's context
 };
 
 class DraftModel {
@@ -72,7 +73,9 @@ class DraftModel {
   static double top_probability(std::span<const float> logits, int32_t top);
   // Draws the next draft from the strategy's distribution on logits_ after
   // `history`; appends q to `probs` and says whether q was spread. Returns
-  // -1 where the strategy offers no distribution.
+  // -1 where the strategy offers no distribution, -2 where q has no mass on
+  // an id the draft may propose (drafting then stops: any stopping rule
+  // keeps the verification exact).
   Result<int32_t> sample(const DraftSampling& sampling, std::span<const int32_t> history, std::vector<float>& probs,
                          bool& spread);
 

@@ -43,9 +43,11 @@ Status Speculator::propose(Request& r, int32_t max_tokens, std::vector<int32_t>&
     d.last = Source::lookup;
   } else if (model_k > 0) {
     forward_ms_.clear();
-    DraftSampling sampling{strategy_, &r.ctx->sampling(), &r.ctx->rng(), row_width_};
-    TESSERA_RETURN_IF_ERROR(draft_->draft(r.index, r.tokens(), model_k, out, forward_ms_,
-                                          strategy_ != nullptr ? &sampling : nullptr, &probs));
+    DraftSampling sampling{strategy_, &r.ctx->sampling(), &r.ctx->rng(), row_width_, r.ctx->prompt_length()};
+    const bool sample = strategy_ != nullptr && !d.certain_drafts;
+    TESSERA_RETURN_IF_ERROR(
+        draft_->draft(r.index, r.tokens(), model_k, out, forward_ms_, sample ? &sampling : nullptr, &probs));
+    if (sample && !out.empty() && probs.empty()) d.certain_drafts = true;
     for (const double ms : forward_ms_) costs_.record_draft(ms);
     if (out.empty()) d.model.record(0, 0);
     d.last = Source::model;

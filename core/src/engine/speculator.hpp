@@ -46,6 +46,9 @@ class Speculator final : public DraftProposer {
     DraftLength lookup;
     DraftLength model;
     Source last = Source::none;
+    // The strategy's distribution was a point mass on the draft's logits (a
+    // greedy strategy): its drafts are the argmax, with no q to compute.
+    bool certain_drafts = false;
   };
   RequestDrafting& drafting_of(const Request& request);
 
