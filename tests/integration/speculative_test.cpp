@@ -231,17 +231,25 @@ void expect_distributed_as(const std::vector<float>& p, std::map<int32_t, int>& 
   EXPECT_LT(chi, chi_square_bound(cells - 1)) << cells << " cells; " << what << " is not distributed as expected";
 }
 
+// Sampling at `temperature` with top-k and top-p, min-p off.
+SamplingSettings sampling_settings(double temperature, int64_t top_k, double top_p) {
+  SamplingSettings s;
+  s.temperature = temperature;
+  s.top_k = top_k;
+  s.top_p = top_p;
+  s.min_p = 0;
+  return s;
+}
+
+// The seeds' settings: temperature 0.7, top-p 0.9 (and top-k 40, as the
+// pipelines' default, which keeps each trial cheap).
+SamplingSettings seeds_settings() { return sampling_settings(0.7, 40, 0.9); }
+
 TEST(Speculative, SamplingVerificationEmitsTheTargetsDistributionOnTheModelsLogits) {
-  // The seeds' settings: temperature 0.7, top-p 0.9 (and top-k 40, as the
-  // pipelines' default, which keeps each trial cheap).
   TESSERA_OPEN_OR_SKIP(session, (Overrides{{"decoding", "plugin", "sampling"}}));
   auto prompt = session->prompt_ids(greedy("Name a colour.", 1));
   ASSERT_TRUE(prompt.ok());
-  SamplingSettings sampling;
-  sampling.temperature = 0.7;
-  sampling.top_p = 0.9;
-  sampling.top_k = 40;
-  sampling.min_p = 0;
+  const SamplingSettings sampling = seeds_settings();
   // The target's distribution after the prompt, and a draft proposing the
   // target's second most likely token then anything: a proposal that is
   // sometimes right.
@@ -313,15 +321,6 @@ TwoDistributions distributions_after(Session& target, Session& draft, const std:
   return d;
 }
 
-SamplingSettings seeds_settings() {
-  SamplingSettings s;
-  s.temperature = 0.7;
-  s.top_p = 0.9;
-  s.top_k = 40;
-  s.min_p = 0;
-  return s;
-}
-
 // A draft model asked to sample draws its proposals from the request's
 // strategy's distribution on the draft's own logits, and hands that q over;
 // asked by a greedy strategy, it proposes its most likely token, certain.
@@ -377,11 +376,7 @@ TEST(Speculative, SampledDraftsVerifiedWithTheirDistributionEmitTheTargetsDistri
   // Temperature 1 and no truncation, and the first of these texts after
   // which p and q overlap without being equal, so that proposals are both
   // kept and rejected.
-  SamplingSettings settings;
-  settings.temperature = 1.0;
-  settings.top_k = 0;
-  settings.top_p = 1.0;
-  settings.min_p = 0;
+  const SamplingSettings settings = sampling_settings(1.0, 0, 1.0);
   TwoDistributions d;
   std::vector<int32_t> prompt;
   double overlap = 0;
