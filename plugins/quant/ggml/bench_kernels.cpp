@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "float_linear.hpp"
+#include "formats.hpp"
 #include "kernels.hpp"
 #include "kquant_linear.hpp"
 #include "quant_linear.hpp"
@@ -44,11 +45,16 @@ std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, uint
   }
   const size_t bb = dtype_info(type).block_bytes;
   const uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(-0.08f);
-  const bool has_min = type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k;
-  const size_t d_at = type == DType::q6_k ? offsetof(BlockQ6K, d) : 0;  // Q6_K keeps d last
+  const bool has_min = type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k ||
+                       type == DType::q2_k;
+  // Q6_K, Q3_K and Q2_K keep d (and Q2_K dmin after it) last; the others first.
+  const size_t d_at = type == DType::q6_k   ? offsetof(BlockQ6K, d)
+                      : type == DType::q3_k ? offsetof(BlockQ3K, d)
+                      : type == DType::q2_k ? offsetof(BlockQ2K, d)
+                                            : 0;
   for (size_t off = 0; off < bytes; off += bb) {
     std::memcpy(&w[off + d_at], &d, 2);
-    if (has_min) std::memcpy(&w[off + 2], &m, 2);
+    if (has_min) std::memcpy(&w[off + d_at + 2], &m, 2);
   }
   return w;
 }
@@ -69,7 +75,7 @@ struct Copies {
 // The driver the plugin makes for `type` (activations = "q8" for one term, "q8x2" for two).
 std::unique_ptr<Linear> make_linear(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
                                     ActivationTerms terms = ActivationTerms::q8) {
-  if (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)
+  if (is_kquant(type))
     return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::vector<float>{}, true, nullptr, terms);
   return std::make_unique<QuantLinear>(w.data(), type, out, in, std::vector<float>{}, true, nullptr, terms);
 }
@@ -150,6 +156,8 @@ BENCHMARK(BM_MatVec<DType::q5_0>)
 BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q5_k>)->Apply(kmix_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q3_k>)->Apply(kmix_args)->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q2_k>)->Apply(kmix_args)->UseRealTime();
 
 // Fixed cost of one forward on a tiny matrix: quantizing x, the (skipped or
 // entered) parallel region, the tile loop.
@@ -257,7 +265,8 @@ void BM_KQuantPrefill(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(active_kernels().level)));
 }
 BENCHMARK(BM_KQuantPrefill)
-    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q5_k), static_cast<int64_t>(DType::q6_k)},
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q5_k), static_cast<int64_t>(DType::q6_k),
+                    static_cast<int64_t>(DType::q3_k), static_cast<int64_t>(DType::q2_k)},
                    {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(IsaLevel::avx512_vnni),
                     static_cast<int64_t>(IsaLevel::amx)},
                    {1, 2}})

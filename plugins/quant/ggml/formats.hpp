@@ -18,11 +18,20 @@ namespace tessera::ggml {
 std::span<const std::string_view> supported_formats();
 
 // The formats QuantLinear multiplies in the quantized domain (Q8_1 activations,
-// integer dot products): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. KQuantLinear takes
-// Q4_K, Q5_K and Q6_K; the others (plain floats, Q2_K and Q3_K, and every
+// integer dot products): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. KQuantLinear takes the
+// K-quants (is_kquant, Q8_K activations); the others (plain floats, and every
 // format with activations = "f32") go through FloatLinear.
 constexpr bool is_quantized_domain(DType t) {
   return t == DType::q4_0 || t == DType::q4_1 || t == DType::q5_0 || t == DType::q5_1 || t == DType::q8_0;
+}
+constexpr bool is_kquant(DType t) {
+  return t == DType::q2_k || t == DType::q3_k || t == DType::q4_k || t == DType::q5_k || t == DType::q6_k;
+}
+// The K-quants KQuantLinear repacks 8 rows at a time (BlockQ4Kx8, BlockQ5Kx8,
+// BlockQ6Kx8, with group kernels and AMX panels); Q2_K and Q3_K run the tiles
+// on the ggml rows.
+constexpr bool has_repacked_kquant_layout(DType t) {
+  return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k;
 }
 
 // The element type behind a format name; nullopt for a format this plugin does not know.

@@ -60,7 +60,7 @@ class GgmlQuantizer final : public Quantizer {
         return std::unique_ptr<Linear>(
             std::make_unique<QuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_, terms_));
       }
-      if (!f32_activations_ && (type == DType::q4_k || type == DType::q5_k || type == DType::q6_k)) {
+      if (!f32_activations_ && is_kquant(type)) {
         return std::unique_ptr<Linear>(std::make_unique<KQuantLinear>(weight.data, type, out, in, std::move(b), true, &arena_, terms_));
       }
       return std::unique_ptr<Linear>(std::make_unique<FloatLinear>(weight.data, type, out, in, std::move(b)));

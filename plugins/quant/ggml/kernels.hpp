@@ -68,7 +68,7 @@ struct ActivationScales {
 using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* xs,
                               size_t x_row_blocks, int nx, float* y, size_t y_stride);
 
-// K-quant tile: as QuantTileFn, for weight rows of nb Q4_K/Q5_K/Q6_K
+// K-quant tile: as QuantTileFn, for weight rows of nb Q2_K/Q3_K/Q4_K/Q5_K/Q6_K
 // super-blocks and activation rows of nb Q8_K blocks (x_row_blocks apart).
 // The integer sums per super-block are exact; the block scales are applied
 // in f32. nw <= kMaxTileW, nx <= kMaxTileX.
@@ -146,6 +146,10 @@ struct KernelTable {
   KQuantPanelFn q4_k_panel;
   KQuantPanelFn q6_k_panel;
   KQuantPanelFn q5_k_panel;
+  // Q2_K and Q3_K against Q8_K activations, the ggml layout (no repacking):
+  // every level (the AVX-512 levels use AVX2's).
+  KQuantTileFn q2_k;
+  KQuantTileFn q3_k;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -17,6 +17,7 @@
 #include "k_scales.hpp"
 #include "kernels.hpp"
 #include "kquant_groups.hpp"
+#include "low_bit_kquants.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -202,10 +203,10 @@ void tile(const void* w, size_t w_row_bytes, int nw, const BlockQ8_1* x, size_t 
 
 // K-quants against Q8_K, straight from the blocks (no unpacked copy): per 32
 // weights one vpmaddubsw (u8 quant x i8 activation, pairs to i16, at most
-// 2 * 63 * 127) and one vpmaddwd with that run's scales (to i32), so the
+// 2 * 63 * 128) and one vpmaddwd with that run's scales (to i32), so the
 // scaled integer sum of a super-block stays exact in 8 lanes; the offset term
-// (Q4_K/Q5_K: mins, Q6_K: 32 * scale) is one more vpmaddwd with the
-// activation's sums per 16. A first version unpacked each super-block into a
+// (Q2_K/Q4_K/Q5_K: mins, Q6_K: 32 * scale, Q3_K: 4 * scale, signed) is one
+// more vpmaddwd with the activation's sums per 16. A first version unpacked each super-block into a
 // buffer (quants, 128 scale lanes) for kernels shared by all three formats:
 // 5-8 GB/s per core, most of it spent building and storing the buffer.
 
@@ -274,6 +275,16 @@ struct K4Format {
   }
 };
 
+// Scale lanes (16 x i16, one vpmaddwd operand) for groups g and g + 1 of 16
+// weights, g even, from sc16 (the 16 groups' scales as i16): i32 lane g / 2
+// of sc16 holds both; spread it, then give the low 128 bits sc[g], the high
+// ones sc[g + 1].
+inline __m256i scales_of_group_pair(__m256i sc16, int g) {
+  const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                        2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g / 2)), pick);
+}
+
 // Q6_K: half h of 128 weights; quarter k of 32 takes the low (k < 2) or high
 // nibbles of ql[64h + 32 (k & 1) ..] and bits 2k, 2k + 1 of qh[32h ..], and
 // covers groups 8h + 2k, 8h + 2k + 1 of 16 (scales sc[g]). w = d sc (q - 32):
@@ -283,10 +294,6 @@ struct K6Format {
   template <int NX>
   static void block(const Block& w, const BlockQ8K* const* xb, KAcc<NX>& a) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-    // Scale lanes for groups (g, g + 1), g even: i32 lane g / 2 of sc16 holds
-    // both; spread it, then give the low 128 bits sc[g], the high ones sc[g + 1].
-    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
-                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h));
@@ -302,12 +309,64 @@ struct K6Format {
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4)),
       };
       for (int k = 0; k < 4; ++k) {
-        const int g = 8 * h + 2 * k;
-        const __m256i scale = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g / 2)), pick);
-        k_step(a, q[k], scale, xb, 128 * h + 32 * k);
+        k_step(a, q[k], scales_of_group_pair(sc16, 8 * h + 2 * k), xb, 128 * h + 32 * k);
       }
     }
     k_finish(a, _mm256_slli_epi16(sc16, 5), f16(w.d), f16(w.d), xb);
+  }
+};
+
+// Q2_K's and Q3_K's two low bits of the 32 weights from 128h + 32j: bits
+// 2j, 2j + 1 of v = qs[32h .. 32h + 31] (the 16-bit shift's spill from the
+// next byte is masked off).
+inline __m256i two_bits(__m256i v, int j) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), _mm256_set1_epi8(3));
+}
+
+// Q2_K: the 32 weights from 128h + 32j are bits 2j, 2j + 1 of qs[32h ..]
+// and cover groups 8h + 2j, 8h + 2j + 1 of 16; a group's scale byte holds its
+// scale (low nibble) and minimum (high): w = d sc q - dmin min.
+struct K2Format {
+  using Block = BlockQ2K;
+  template <int NX>
+  static void block(const Block& w, const BlockQ8K* const* xb, KAcc<NX>& a) {
+    const __m256i bytes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    const __m256i sc16 = _mm256_and_si256(bytes, _mm256_set1_epi16(0x0F));
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * h));
+      for (int j = 0; j < 4; ++j) {
+        k_step(a, two_bits(v, j), scales_of_group_pair(sc16, 8 * h + 2 * j), xb, 128 * h + 32 * j);
+      }
+    }
+    k_finish(a, _mm256_srli_epi16(bytes, 4), f16(w.d), f16(w.dmin), xb);
+  }
+};
+
+// Q3_K: Q2_K's two low bits, plus bit e / 32 of hmask[e % 32] as bit 2, so
+// q = 0..7 and w = d sc (q - 4) with the signed 6-bit scales of
+// q3_k_biased_scale_words (low_bit_kquants.hpp): the -4 is the offset term with offset
+// 4 * sc and dmin = d, as Q6_K's -32.
+struct K3Format {
+  using Block = BlockQ3K;
+  template <int NX>
+  static void block(const Block& w, const BlockQ8K* const* xb, KAcc<NX>& a) {
+    uint32_t words[4];  // into a register as they are: a byte array stored and reloaded stalled store forwarding
+    q3_k_biased_scale_words(w.scales, words);
+    const __m128i biased = _mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                          static_cast<int>(words[2]), static_cast<int>(words[3]));
+    const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(biased), _mm256_set1_epi16(32));
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.hmask));
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * h));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i low = two_bits(v, j);
+        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(4 * h + j)), one);
+        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+        k_step(a, q, scales_of_group_pair(sc16, 8 * h + 2 * j), xb, 128 * h + 32 * j);
+      }
+    }
+    k_finish(a, _mm256_slli_epi16(sc16, 2), f16(w.d), f16(w.d), xb);
   }
 };
 
@@ -563,6 +622,7 @@ const KernelTable& avx2_kernel_table() {
       repack::q5_0x8, repack::q5_1x8, &quantize_q8_k,
       &q4_kx8_avx2, &q6_kx8_avx2, &q5_kx8_avx2,
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
+      &kquant_tile<K2Format>, &kquant_tile<K3Format>,
   };
   return table;
 }

@@ -447,6 +447,7 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
       avx2_kernel_table().q4_kx8, avx2_kernel_table().q6_kx8, avx2_kernel_table().q5_kx8,
 #endif
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's (kquant_panels_amx.cpp)
+      avx2_kernel_table().q2_k, avx2_kernel_table().q3_k,
   };
   return table;
 }

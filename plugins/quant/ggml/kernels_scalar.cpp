@@ -1,6 +1,7 @@
 // kernels_scalar.cpp: the portable reference kernels. Every SIMD level is tested
 // against these; they are also what a CPU without AVX2 runs.
 #include "k_scales.hpp"
+#include "low_bit_kquants.hpp"
 #include "kernels.hpp"
 #include "kquant_groups.hpp"
 #include "reference.hpp"
@@ -10,18 +11,19 @@ namespace tessera::ggml {
 namespace {
 
 // The K-quant reference: each super-block is unpacked into one form for all
-// three formats, so one plain dot product serves them:
+// five formats, so one plain dot product serves them:
 //   w[e] = d * scale(e) * q[e] - dmin * offset(e / 16),  q unsigned,
 // and with Q8_K activations x[e] = dx * qx[e] (bsums: sums of qx per 16)
 //   dot = dx * (d * sum_e scale(e) q[e] qx[e] - dmin * sum_g offset[g] bsums[g]).
 // Q4_K/Q5_K: scale and offset are the 6-bit scale and min of the 32-element
 // sub-block, dmin the block's dmin. Q6_K: w = d * sc * (q - 32), so scale is
 // the int8 sc of the 16-element sub-block, offset 32 * sc and dmin = d.
+// Q2_K and Q3_K: per 16 elements too (unpack_q2_k, unpack_q3_k below).
 // The integer sums are exact (|sum| < 2^31: at most 256 * 63 * 127 * 128).
 // The SIMD kernels (kernels_avx2.cpp) read the blocks directly instead.
 
 struct KQuantUnpacked {
-  alignas(32) uint8_t q[kSuperBlock];          // [256] quants: 0..15, 0..31 or 0..63
+  alignas(32) uint8_t q[kSuperBlock];          // [256] quants: 0..3, 0..7, 0..15, 0..31 or 0..63
   alignas(32) int16_t scale[kSuperBlock / 2];  // [128] the scale of elements 2p and 2p + 1 (one vpmaddubsw lane)
   alignas(32) int16_t offset[kSuperBlock / 16];  // [16] per group of 16 elements
   float d;
@@ -89,6 +91,40 @@ inline void unpack_q6_k(const void* block, KQuantUnpacked& u) {
   for (int g = 0; g < kSuperBlock / 16; ++g) {
     for (int l = 0; l < 8; ++l) u.scale[8 * g + l] = b.scales[g];
     u.offset[g] = static_cast<int16_t>(32 * b.scales[g]);
+  }
+  u.d = f16_to_f32(b.d);
+  u.dmin = u.d;
+}
+
+// Q2_K: sub-block s (16 elements, 16s..16s + 15) holds 2-bit quants at shift
+// 2 ((s % 8) / 2) of qs[32 (s / 8) + 16 (s % 2) + l]; so the 32 elements
+// from 128h + 32j are bits 2j, 2j + 1 of qs[32h .. 32h + 31].
+// w = d * (sc & 15) * q - dmin * (sc >> 4): scale and offset per 16.
+inline int low_two_bits(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+
+inline void unpack_q2_k(const void* block, KQuantUnpacked& u) {
+  const auto& b = *static_cast<const BlockQ2K*>(block);
+  for (int e = 0; e < kSuperBlock; ++e) u.q[e] = static_cast<uint8_t>(low_two_bits(b.qs, e));
+  for (int g = 0; g < kSuperBlock / 16; ++g) {
+    for (int l = 0; l < 8; ++l) u.scale[8 * g + l] = b.scales[g] & 0x0F;
+    u.offset[g] = b.scales[g] >> 4;
+  }
+  u.d = f16_to_f32(b.d);
+  u.dmin = f16_to_f32(b.dmin);
+}
+
+// Q3_K: as Q2_K's two low bits, and bit e / 32 of hmask[e % 32] as bit 2:
+// q = 0..7 and w = d * sc * (q - 4) with sc the signed 6-bit scale of the
+// 16 (q3_k_scale, low_bit_kquants.hpp), so offset 4 * sc and dmin = d, as Q6_K.
+inline void unpack_q3_k(const void* block, KQuantUnpacked& u) {
+  const auto& b = *static_cast<const BlockQ3K*>(block);
+  for (int e = 0; e < kSuperBlock; ++e) {
+    u.q[e] = static_cast<uint8_t>(low_two_bits(b.qs, e) | (((b.hmask[e % 32] >> (e / 32)) & 1) << 2));
+  }
+  for (int g = 0; g < kSuperBlock / 16; ++g) {
+    const int sc = q3_k_scale(b.scales, g);
+    for (int l = 0; l < 8; ++l) u.scale[8 * g + l] = static_cast<int16_t>(sc);
+    u.offset[g] = static_cast<int16_t>(4 * sc);
   }
   u.d = f16_to_f32(b.d);
   u.dmin = u.d;
@@ -352,6 +388,8 @@ const KernelTable& scalar_kernel_table() {
       &q6_kx8_scalar,
       &q5_kx8_scalar,
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
+      &kquant_tile<unpack_q2_k, sizeof(BlockQ2K)>,
+      &kquant_tile<unpack_q3_k, sizeof(BlockQ3K)>,
   };
   return table;
 }

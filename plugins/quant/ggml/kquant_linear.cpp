@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "formats.hpp"
 #include "reference.hpp"
 #include "repack.hpp"
 #include "row_split.hpp"
@@ -22,11 +23,11 @@ KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features
       row_bytes_(dtype_row_bytes(type, static_cast<uint64_t>(in_features))),
       bias_(std::move(bias)),
       terms_(static_cast<int64_t>(terms)) {
-  if (type != DType::q4_k && type != DType::q5_k && type != DType::q6_k)
+  if (!is_kquant(type))
     throw std::invalid_argument("KQuantLinear: not a K-quant type: " + std::string(dtype_name(type)));
   if (in_features % kSuperBlock != 0)
     throw std::invalid_argument("KQuantLinear: rows of " + std::to_string(in_features) + " are not whole super-blocks");
-  if (!repack) return;
+  if (!repack || !has_repacked_kquant_layout(type)) return;
   repacked_rows_ = out_ / kRepackRows * kRepackRows;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kSuperBlock;
@@ -50,6 +51,8 @@ KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features
 
 KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
   switch (type_) {
+    case DType::q2_k: return k.q2_k;
+    case DType::q3_k: return k.q3_k;
     case DType::q4_k: return k.q4_k;
     case DType::q5_k: return k.q5_k;
     default: return k.q6_k;

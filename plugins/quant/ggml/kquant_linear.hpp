@@ -1,9 +1,10 @@
-// kquant_linear.hpp: y = x·Wᵀ (+ b) for Q4_K / Q5_K / Q6_K weights in the
-// quantized domain: activations are quantized once per call to Q8_K (per 256
-// values: an f32 scale, 8-bit values, their sums per 16), then integer dot
-// products per super-block with the block's scales applied in f32
-// (KernelTable::q4_k, q5_k, q6_k; repacked 8 rows at a time,
-// KernelTable::q4_kx8, q5_kx8, q6_kx8). With one 8-bit term per block this is the
+// kquant_linear.hpp: y = x·Wᵀ (+ b) for Q2_K / Q3_K / Q4_K / Q5_K / Q6_K
+// weights in the quantized domain: activations are quantized once per call to
+// Q8_K (per 256 values: an f32 scale, 8-bit values, their sums per 16), then
+// integer dot products per super-block with the block's scales applied in f32
+// (KernelTable::q2_k .. q6_k; Q4_K, Q5_K and Q6_K repacked 8 rows at a time,
+// KernelTable::q4_kx8, q5_kx8, q6_kx8; Q2_K and Q3_K have no repacked layout
+// yet and run the tiles on the ggml rows). With one 8-bit term per block this is the
 // arithmetic llama.cpp uses for these formats; with two (activation_terms.hpp)
 // the second quantizes what the first left out. The f32 path (FloatLinear,
 // activations = "f32") stays available as the exact product.
@@ -24,10 +25,11 @@ namespace tessera::ggml {
 class KQuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 256 super-blocks of `type`
-  // (q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
-  // `repack`: copy rows, 8 at a time, into BlockQ4Kx8/BlockQ5Kx8/BlockQ6Kx8
-  // (blocks.hpp) in `arena` (nullptr: memory of this Linear's own); rows past
-  // the last whole group use the ggml layout in place.
+  // (q2_k, q3_k, q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
+  // `repack` (has_repacked_kquant_layout, formats.hpp; ignored for the others): copy rows, 8 at a
+  // time, into BlockQ4Kx8/BlockQ5Kx8/BlockQ6Kx8 (blocks.hpp) in `arena`
+  // (nullptr: memory of this Linear's own); rows past the last whole group
+  // use the ggml layout in place.
   // `terms`: each activation block as one 8-bit term or two.
   KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias,
                bool repack = true, WeightArena* arena = nullptr, ActivationTerms terms = ActivationTerms::q8);

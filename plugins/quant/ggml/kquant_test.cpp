@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "formats.hpp"
 #include "kquant_linear.hpp"
+#include "low_bit_kquants.hpp"
 #include "reference.hpp"
 #include "repack.hpp"
 #include "ggml_testing.hpp"
@@ -26,11 +28,18 @@ namespace {
 using testing::random_bytes;
 using testing::random_floats;
 
-constexpr DType kKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
+constexpr DType kKQuants[] = {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k};
+// The ones with repacked layouts, group kernels and panels (and kquant_element).
+constexpr DType kRepackedKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
+static_assert(has_repacked_kquant_layout(DType::q4_k) && has_repacked_kquant_layout(DType::q5_k) &&
+                  has_repacked_kquant_layout(DType::q6_k) && !has_repacked_kquant_layout(DType::q2_k) &&
+                  !has_repacked_kquant_layout(DType::q3_k),
+              "kRepackedKQuants lists the formats KQuantLinear repacks");
 
 // Rows of random super-blocks with d (and dmin) of either sign around 0.01.
-// Block 0 of row 0 has every quant and scale at its maximum, the case where
-// a 16-bit pair sum would overflow if the kernels' bounds were wrong.
+// Block 0 of row 0 has every quant and scale at its largest value (Q3_K's
+// scales at +31, one short of its largest magnitude, -32), the case where a
+// 16-bit pair sum would overflow if the kernels' bounds were wrong.
 std::vector<uint8_t> make_kquant_rows(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   const size_t block_bytes = dtype_info(type).block_bytes;
   std::vector<uint8_t> w = random_bytes(rows * dtype_row_bytes(type, cols), seed);
@@ -74,8 +83,21 @@ double weight_value(DType type, const uint8_t* blk, int e) {
          static_cast<double>(block_dmin(type, blk)) * el.offset;
 }
 
+// The 256 weight values of one super-block. Q2_K and Q3_K: the reference
+// dequantizer's, which tests/data/kquant-vectors holds to gguf-py's values bit
+// for bit (Q2_K's d * sc * q - dmin * m rounds once in f32: within 2^-24 relative).
+void block_values(DType type, const uint8_t* blk, double* out) {  // out: [256]
+  if (type == DType::q2_k || type == DType::q3_k) {
+    float f[kSuperBlock];
+    ASSERT_TRUE(dequantize_row(type, blk, f, kSuperBlock));
+    for (int e = 0; e < kSuperBlock; ++e) out[e] = f[e];
+    return;
+  }
+  for (int e = 0; e < kSuperBlock; ++e) out[e] = weight_value(type, blk, e);
+}
+
 TEST(KQuantElement, ReadsWhatTheReferenceDequantizerWrites) {
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     const auto w = make_kquant_rows(type, 1, 4 * kSuperBlock, 7);
     std::vector<float> y(4 * kSuperBlock);
     ASSERT_TRUE(dequantize_row(type, w.data(), y.data(), 4 * kSuperBlock));
@@ -89,6 +111,27 @@ TEST(KQuantElement, ReadsWhatTheReferenceDequantizerWrites) {
             << dtype_name(type) << " block " << b << " element " << e;
       }
     }
+  }
+}
+
+// The SIMD kernels' all-at-once reading of Q3_K's 6-bit scales against the
+// one-at-a-time definition: every value of each of the 12 bytes, the others
+// random, and 200 random sets.
+TEST(Q3KScales, AllAtOnceAsOneByOne) {
+  std::vector<std::vector<uint8_t>> cases;
+  for (int at = 0; at < 12; ++at) {
+    for (int v = 0; v < 256; ++v) {
+      cases.push_back(random_bytes(12, static_cast<uint32_t>(at * 256 + v)));
+      cases.back()[at] = static_cast<uint8_t>(v);
+    }
+  }
+  for (uint32_t seed = 0; seed < 200; ++seed) cases.push_back(random_bytes(12, seed + 5000));
+  for (const auto& scales : cases) {
+    uint32_t words[4];
+    q3_k_biased_scale_words(scales.data(), words);
+    uint8_t biased[16];
+    std::memcpy(biased, words, sizeof biased);  // little-endian, as the kernels read them
+    for (int s = 0; s < 16; ++s) ASSERT_EQ(biased[s] - 32, q3_k_scale(scales.data(), s)) << "scale " << s;
   }
 }
 
@@ -113,7 +156,13 @@ TEST(Q8K, WithinHalfAStepWithSumsPerSixteen) {
 }
 
 KQuantTileFn tile_of(const KernelTable& k, DType type) {
-  return type == DType::q4_k ? k.q4_k : type == DType::q5_k ? k.q5_k : k.q6_k;
+  switch (type) {
+    case DType::q2_k: return k.q2_k;
+    case DType::q3_k: return k.q3_k;
+    case DType::q4_k: return k.q4_k;
+    case DType::q5_k: return k.q5_k;
+    default: return k.q6_k;
+  }
 }
 
 // sum over the row pair of w * x, and of |w * x|, in double from the definitions.
@@ -121,8 +170,10 @@ void f64_dot(DType type, const uint8_t* w_row, const BlockQ8K* x_row, int64_t nb
   const size_t block_bytes = dtype_info(type).block_bytes;
   *dot = *abs_dot = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    double w[kSuperBlock];
+    block_values(type, w_row + b * block_bytes, w);
     for (int e = 0; e < kSuperBlock; ++e) {
-      const double p = weight_value(type, w_row + b * block_bytes, e) * x_row[b].d * x_row[b].qs[e];
+      const double p = w[e] * x_row[b].d * x_row[b].qs[e];
       *dot += p;
       *abs_dot += std::fabs(p);
     }
@@ -216,7 +267,7 @@ TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
   const KernelTable& simd = *kernels_for(GetParam());
   const KernelTable& ref = scalar_kernel_table();
   constexpr int kRows = 2 * kRepackRows;
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     ASSERT_NE(group_of(simd, type), nullptr) << simd.name;
     for (int64_t nb : {1, 2, 6}) {
       const int64_t cols = nb * kSuperBlock;
@@ -251,7 +302,7 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
       testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
@@ -298,7 +349,7 @@ std::vector<float> panel_by_groups(DType type, const uint8_t* panel, size_t grou
 TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     if (panel_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
@@ -329,7 +380,7 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     if (panel_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
@@ -371,7 +422,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_l
 // last group are held to a tolerance instead: KQuantLevel.TilesMatchScalar.)
 TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
   constexpr int64_t kOut = 2 * kPanelRows + kRepackRows, kIn = 2 * kSuperBlock;  // two panels and a lone group
-  for (DType type : kKQuants) {
+  for (DType type : kRepackedKQuants) {
     const auto w = make_kquant_rows(type, kOut, kIn, 31);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
       for (int64_t n : {1, 16, 37, 70}) {
@@ -412,27 +463,29 @@ TEST(KQuantLinear, ForwardMatchesTheF64Product) {
     for (int64_t r = 0; r < kOut; ++r)
       ASSERT_TRUE(dequantize_row(type, w.data() + r * dtype_row_bytes(type, kIn), wf.data() + r * kIn, kIn));
     const auto bias = random_floats(kOut, 22);
-    KQuantLinear linear(w.data(), type, kOut, kIn, bias);
-    for (int64_t n : {1, 5, 70}) {  // 70: two activation chunks
-      const auto x = random_floats(n * kIn, static_cast<uint32_t>(n + 23), 1.5f);
-      std::vector<float> y(n * kOut, NAN);
-      ASSERT_TRUE(linear.forward(x.data(), y.data(), n).ok());
-      for (int64_t i = 0; i < n; ++i) {
-        const float* xr = x.data() + i * kIn;
-        for (int64_t r = 0; r < kOut; ++r) {
-          double ref = bias[r], abs_sum = 0, quant_bound = 0;
-          for (int64_t b = 0; b < kIn / kSuperBlock; ++b) {
-            float amax = 0;
-            for (int e = 0; e < kSuperBlock; ++e) amax = std::max(amax, std::fabs(xr[b * kSuperBlock + e]));
-            for (int e = 0; e < kSuperBlock; ++e) {
-              const int64_t c = b * kSuperBlock + e;
-              ref += static_cast<double>(wf[r * kIn + c]) * xr[c];
-              abs_sum += std::fabs(static_cast<double>(wf[r * kIn + c]) * xr[c]);
-              quant_bound += std::fabs(wf[r * kIn + c]) * 0.51 * amax / 127.0;
+    for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {  // q8x2's bound is q8's, with room
+      KQuantLinear linear(w.data(), type, kOut, kIn, bias, true, nullptr, terms);
+      for (int64_t n : {1, 5, 70}) {  // 70: two activation chunks
+        const auto x = random_floats(n * kIn, static_cast<uint32_t>(n + 23), 1.5f);
+        std::vector<float> y(n * kOut, NAN);
+        ASSERT_TRUE(linear.forward(x.data(), y.data(), n).ok());
+        for (int64_t i = 0; i < n; ++i) {
+          const float* xr = x.data() + i * kIn;
+          for (int64_t r = 0; r < kOut; ++r) {
+            double ref = bias[r], abs_sum = 0, quant_bound = 0;
+            for (int64_t b = 0; b < kIn / kSuperBlock; ++b) {
+              float amax = 0;
+              for (int e = 0; e < kSuperBlock; ++e) amax = std::max(amax, std::fabs(xr[b * kSuperBlock + e]));
+              for (int e = 0; e < kSuperBlock; ++e) {
+                const int64_t c = b * kSuperBlock + e;
+                ref += static_cast<double>(wf[r * kIn + c]) * xr[c];
+                abs_sum += std::fabs(static_cast<double>(wf[r * kIn + c]) * xr[c]);
+                quant_bound += std::fabs(wf[r * kIn + c]) * 0.51 * amax / 127.0;
+              }
             }
+            ASSERT_NEAR(y[i * kOut + r], ref, quant_bound + 1e-5 * abs_sum + 1e-5)
+                << dtype_name(type) << " terms " << static_cast<int>(terms) << " n=" << n << " row " << i << " out " << r;
           }
-          ASSERT_NEAR(y[i * kOut + r], ref, quant_bound + 1e-5 * abs_sum + 1e-5)
-              << dtype_name(type) << " n=" << n << " row " << i << " out " << r;
         }
       }
     }

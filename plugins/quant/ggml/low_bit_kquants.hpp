@@ -1,5 +1,6 @@
 // low_bit_kquants.hpp: one Q2_K or Q3_K super-block (blocks.hpp) to its 256
-// floats, one sub-block of 16 at a time. Sub-block s is elements 16s..16s + 15,
+// floats, one sub-block of 16 at a time, and Q3_K's scales as the SIMD
+// kernels read them (q3_k_biased_scale_words). Sub-block s is elements 16s..16s + 15,
 // which read qs[32 h + 16 (s % 2) + l] at shift 2j with h = s / 8 and
 // j = (s % 8) / 2. Every product is exact in f32 (an f16 scale's 11 bits
 // times a 6-bit scale times a 3-bit value), so Q2_K's dl * q - ml rounds once,
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "blocks.hpp"
 #include "tessera/half.hpp"
@@ -38,6 +40,22 @@ inline int q3_k_scale(const uint8_t* scales, int s) {
   const int low = s < 8 ? scales[s] & 0x0F : scales[s - 8] >> 4;
   const int high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+// All 16 at once, as q3_k_scale gives them but plus 32 (0..63), four to a
+// little-endian word (the SIMD kernels' form: one vector insert, no stores):
+// with the 12 bytes read as three words a0, a1, a2, the low four bits of
+// scales 0..3 are a0's low nibbles, of 4..7 a1's, of 8..11 a0's high nibbles
+// and of 12..15 a1's; the high two bits of scales 4k..4k + 3 are bits 2k,
+// 2k + 1 of a2's four bytes.
+inline void q3_k_biased_scale_words(const uint8_t* scales, uint32_t* words) {  // words: [4]
+  uint32_t a[3];
+  std::memcpy(a, scales, sizeof a);
+  constexpr uint32_t kNibbles = 0x0F0F0F0F, kTwoBits = 0x03030303;
+  words[0] = (a[0] & kNibbles) | ((a[2] & kTwoBits) << 4);
+  words[1] = (a[1] & kNibbles) | (((a[2] >> 2) & kTwoBits) << 4);
+  words[2] = ((a[0] >> 4) & kNibbles) | (((a[2] >> 4) & kTwoBits) << 4);
+  words[3] = ((a[1] >> 4) & kNibbles) | (((a[2] >> 6) & kTwoBits) << 4);
 }
 
 // q = the two low bits, minus 4 where the element's hmask bit 4h + j is clear.

@@ -163,7 +163,7 @@ TEST_F(PluginTest, Q5AndKQuantFormatsRunInBothArithmetics) {
   const std::unique_ptr<Quantizer> exact = make_exact_quantizer();
   ASSERT_NE(exact, nullptr);
   constexpr int64_t kOut = 12, kIn = 512;
-  for (DType type : {DType::q5_0, DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType type : {DType::q5_0, DType::q5_1, DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const size_t row_bytes = dtype_row_bytes(type, kIn);
     std::vector<uint8_t> w(kOut * row_bytes);
     const auto f = testing::random_floats(kOut * kIn, 8, 0.5f);
@@ -229,43 +229,6 @@ TEST_F(PluginTest, ErrorsNameTheTensor) {
   TensorRef huge = ok;
   huge.shape = {int64_t{1} << 40, int64_t{1} << 40, 0, 0};
   EXPECT_EQ(quantizer_->dequantize_rows(huge, 0, 1, out.data()).code(), StatusCode::corrupt_data);
-}
-
-// Q2_K and Q3_K have no quantized-domain kernels: whatever `activations`
-// says, the plugin makes FloatLinear for them, the exact product of the
-// stored weights, and both settings give the same bits.
-TEST_F(PluginTest, Q2KAndQ3KRunOnTheFloatPath) {
-  const std::unique_ptr<Quantizer> exact = make_exact_quantizer();
-  ASSERT_NE(exact, nullptr);
-  constexpr int64_t kOut = 6, kIn = 512;
-  for (DType type : {DType::q2_k, DType::q3_k}) {
-    auto w = testing::random_bytes(kOut * dtype_row_bytes(type, kIn), 11);
-    testing::set_every_kquant_scale(type, w.data(), w.size(), 0.01f, 0.004f);
-    std::vector<float> wf(kOut * kIn);
-    ASSERT_TRUE(dequantize_row(type, w.data(), wf.data(), kOut * kIn));
-    const std::string format = "ggml." + std::string(dtype_name(type));
-    const TensorRef weight = make_ref("blk.0.ffn_down.weight", type, format.c_str(), kOut, kIn, w.data());
-    auto by_default = quantizer_->make_linear(weight, nullptr);
-    auto precise = exact->make_linear(weight, nullptr);
-    ASSERT_TRUE(by_default.ok()) << format << ": " << by_default.status().message();
-    ASSERT_TRUE(precise.ok()) << format << ": " << precise.status().message();
-    EXPECT_FALSE((*by_default)->splits()) << format << ": FloatLinear";
-    const auto x = testing::random_floats(3 * kIn, 12, 1.5f);
-    std::vector<float> y(3 * kOut), y_precise(3 * kOut);
-    ASSERT_TRUE((*by_default)->forward(x.data(), y.data(), 3).ok());
-    ASSERT_TRUE((*precise)->forward(x.data(), y_precise.data(), 3).ok());
-    for (int64_t i = 0; i < 3; ++i) {
-      for (int64_t r = 0; r < kOut; ++r) {
-        double ref = 0, abs_sum = 0;
-        for (int64_t k = 0; k < kIn; ++k) {
-          ref += static_cast<double>(wf[r * kIn + k]) * x[i * kIn + k];
-          abs_sum += std::fabs(static_cast<double>(wf[r * kIn + k]) * x[i * kIn + k]);
-        }
-        EXPECT_EQ(y[i * kOut + r], y_precise[i * kOut + r]) << format;
-        EXPECT_NEAR(y[i * kOut + r], ref, 1e-5 * abs_sum) << format << " row " << i << " out " << r;
-      }
-    }
-  }
 }
 
 }  // namespace
