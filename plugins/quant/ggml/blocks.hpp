@@ -260,6 +260,31 @@ struct BlockQ6Kx8 {
   uint16_t d[kRepackRows];             // f16
 };
 
+// Q2_K: sub-block s (elements 16s..16s + 15) is one 32-byte chunk: bits
+// 2t, 2t + 1 of byte 4r + i hold quant 16s + 4t + i of row r (t = 0..3), so
+// four shifts of one load give four chunks of 4 quants per row, each against
+// a broadcast group of 4 activation quants. scales[j][r][h]: row r's scale
+// byte of sub-block 2j + h as stored (scale in the low nibble, minimum in the
+// high): one zero-extending load gives the pairs a vpmaddwd with the
+// activations' sums per 16 needs. Same byte count as 8 ggml blocks.
+struct BlockQ2Kx8 {
+  uint8_t qs[16][4 * kRepackRows];     // [s][4r + i]
+  uint8_t scales[8][kRepackRows][2];   // [j][r][sub-block 2j, 2j + 1]
+  uint16_t d[kRepackRows];             // f16
+  uint16_t dmin[kRepackRows];          // f16
+};
+
+// Q3_K: the two low bits as BlockQ2Kx8's qs; the third bit of quant
+// 16s + 4t + i of row r is bit t (s = 2j) or 4 + t (s = 2j + 1) of byte
+// 4r + i of hmask[j]. scales[j][r][h]: the signed 6-bit scale of sub-block
+// 2j + h (-32..31). 912 bytes against 8 x 110 = 880 (the unpacked scales).
+struct BlockQ3Kx8 {
+  uint8_t qs[16][4 * kRepackRows];     // [s][4r + i]
+  uint8_t hmask[8][4 * kRepackRows];   // [j][4r + i]
+  int8_t scales[8][kRepackRows][2];    // [j][r][sub-block 2j, 2j + 1]
+  uint16_t d[kRepackRows];             // f16
+};
+
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
 static_assert(sizeof(BlockQ5_0x8) == 8 * sizeof(BlockQ5_0));
@@ -281,6 +306,7 @@ static_assert(sizeof(BlockQ6K) == 210);
 static_assert(sizeof(BlockQ8K) == 292);
 static_assert(offsetof(BlockQ6K, d) == 208);
 static_assert(sizeof(BlockQ4Kx8) == 1184 && offsetof(BlockQ4Kx8, qs) % 32 == 0);
+static_assert(sizeof(BlockQ2Kx8) == 8 * sizeof(BlockQ2K) && sizeof(BlockQ3Kx8) == 912);
 static_assert(sizeof(BlockQ6Kx8) == 8 * sizeof(BlockQ6K));
 static_assert(sizeof(BlockQ5Kx8) == 1440 && offsetof(BlockQ5Kx8, qs) == offsetof(BlockQ4Kx8, qs));
 

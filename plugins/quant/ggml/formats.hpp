@@ -27,12 +27,6 @@ constexpr bool is_quantized_domain(DType t) {
 constexpr bool is_kquant(DType t) {
   return t == DType::q2_k || t == DType::q3_k || t == DType::q4_k || t == DType::q5_k || t == DType::q6_k;
 }
-// The K-quants KQuantLinear repacks 8 rows at a time (BlockQ4Kx8, BlockQ5Kx8,
-// BlockQ6Kx8, with group kernels and AMX panels); Q2_K and Q3_K run the tiles
-// on the ggml rows.
-constexpr bool has_repacked_kquant_layout(DType t) {
-  return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k;
-}
 
 // The element type behind a format name; nullopt for a format this plugin does not know.
 std::optional<DType> format_dtype(std::string_view format);

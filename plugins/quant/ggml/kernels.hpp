@@ -75,12 +75,13 @@ using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x,
 using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const BlockQ8K* x, size_t x_row_blocks,
                               int nx, int64_t nb, float* y, size_t y_stride);
 
-// Repacked K-quant group (BlockQ4Kx8, BlockQ5Kx8, BlockQ6Kx8) of 8 rows of nb
+// Repacked K-quant group (BlockQ2Kx8 .. BlockQ6Kx8) of 8 rows of nb
 // super-blocks against nx <= kMaxRepackX activation rows of nb Q8_K blocks
 // (x_row_blocks apart): y[xi * y_stride + r] = dot(row r, activation row xi).
 // Integer sums per super-block are exact; per super-block and row,
-//   acc = fma(d * dx, isum, acc), then Q4_K's acc = fma(-(dmin * dx), msum, acc),
-// (Q4_K, Q5_K) in f32 in that order at every level, so all levels give the same bits.
+//   acc = fma(d * dx, isum, acc), then acc = fma(-(dmin * dx), msum, acc)
+// (Q2_K, Q4_K, Q5_K; Q3_K and Q6_K fold their offset into isum) in f32 in
+// that order at every level, so all levels give the same bits.
 using KQuantGroupFn = void (*)(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                                float* y, size_t y_stride);
 
@@ -146,10 +147,13 @@ struct KernelTable {
   KQuantPanelFn q4_k_panel;
   KQuantPanelFn q6_k_panel;
   KQuantPanelFn q5_k_panel;
-  // Q2_K and Q3_K against Q8_K activations, the ggml layout (no repacking):
+  // Q2_K and Q3_K against Q8_K activations: the ggml layout (the rows past
+  // the last group of 8) and the repacked groups (BlockQ2Kx8, BlockQ3Kx8);
   // every level (the AVX-512 levels use AVX2's).
   KQuantTileFn q2_k;
   KQuantTileFn q3_k;
+  KQuantGroupFn q2_kx8;
+  KQuantGroupFn q3_kx8;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -623,6 +623,7 @@ const KernelTable& avx2_kernel_table() {
       &q4_kx8_avx2, &q6_kx8_avx2, &q5_kx8_avx2,
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
       &kquant_tile<K2Format>, &kquant_tile<K3Format>,
+      &q2_kx8_avx2, &q3_kx8_avx2,
   };
   return table;
 }

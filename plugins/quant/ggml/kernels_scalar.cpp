@@ -100,8 +100,6 @@ inline void unpack_q6_k(const void* block, KQuantUnpacked& u) {
 // 2 ((s % 8) / 2) of qs[32 (s / 8) + 16 (s % 2) + l]; so the 32 elements
 // from 128h + 32j are bits 2j, 2j + 1 of qs[32h .. 32h + 31].
 // w = d * (sc & 15) * q - dmin * (sc >> 4): scale and offset per 16.
-inline int low_two_bits(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
-
 inline void unpack_q2_k(const void* block, KQuantUnpacked& u) {
   const auto& b = *static_cast<const BlockQ2K*>(block);
   for (int e = 0; e < kSuperBlock; ++e) u.q[e] = static_cast<uint8_t>(low_two_bits(b.qs, e));
@@ -119,7 +117,7 @@ inline void unpack_q2_k(const void* block, KQuantUnpacked& u) {
 inline void unpack_q3_k(const void* block, KQuantUnpacked& u) {
   const auto& b = *static_cast<const BlockQ3K*>(block);
   for (int e = 0; e < kSuperBlock; ++e) {
-    u.q[e] = static_cast<uint8_t>(low_two_bits(b.qs, e) | (((b.hmask[e % 32] >> (e / 32)) & 1) << 2));
+    u.q[e] = static_cast<uint8_t>(low_two_bits(b.qs, e) | q3_k_third_bit(b.hmask, e) << 2);
   }
   for (int g = 0; g < kSuperBlock / 16; ++g) {
     const int sc = q3_k_scale(b.scales, g);
@@ -390,6 +388,8 @@ const KernelTable& scalar_kernel_table() {
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
       &kquant_tile<unpack_q2_k, sizeof(BlockQ2K)>,
       &kquant_tile<unpack_q3_k, sizeof(BlockQ3K)>,
+      &q2_kx8_scalar,
+      &q3_kx8_scalar,
   };
   return table;
 }

@@ -10,12 +10,14 @@
 // horizontal sum per row) this halves the multiply-class instructions, and
 // the activation tiles of a prefill reuse every unpacked chunk.
 //
-// 16-bit headroom: a vpmaddubsw lane is at most 2 * 15 * 128 (Q4_K) or
-// 2 * 63 * 128 = 16128 (Q6_K), so eight Q4_K lanes (30720) or two Q6_K lanes
-// (32256) add without overflow.
+// 16-bit headroom: a vpmaddubsw lane is at most 2 * 15 * 128 (Q4_K),
+// 2 * 63 * 128 = 16128 (Q6_K) or 2 * 7 * 128 (Q3_K), so eight Q4_K lanes
+// (30720), two Q6_K lanes (32256) or the four of a Q2_K/Q3_K sub-block (7168)
+// add without overflow.
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kquant_groups.hpp"
 #include "kernels.hpp"
@@ -218,6 +220,94 @@ void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
+// Q2_K (BlockQ2Kx8) and Q3_K (BlockQ3Kx8): sub-block s of 16 is one chunk
+// of 2-bit quants; four shifts give its four groups of 4 quants per row, each
+// against a broadcast group of 4 activation quants (Q3_K ORs in its third
+// bit), and the i16 sums of the sub-block (at most 4 * 2 * 7 * 128 = 7168)
+// take the rows' scales with one vpmaddwd. The scale pairs of sub-blocks 2j,
+// 2j + 1 come as Q6_K's do, one load per pair; Q2_K's minimums and Q3_K's
+// -4 (offset 4 * sc) are the vpmaddwd against the sums per 16, in a loop of
+// their own.
+template <typename Group, int NX>
+void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
+  constexpr bool kThirdBit = std::is_same_v<Group, BlockQ3Kx8>;
+  const __m256i low2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
+  const __m256i first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i second = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  // The i16 (scale, scale) pairs of sub-blocks 2j, 2j + 1 per row, and their offsets.
+  const auto scale_pairs = [](const Group& w, int j) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
+    if constexpr (kThirdBit) return _mm256_cvtepi8_epi16(bytes);
+    else return _mm256_and_si256(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(0x0F));
+  };
+  const auto offset_pairs = [](const Group& w, int j) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
+    if constexpr (kThirdBit) return _mm256_cvtepi8_epi16(bytes);  // times 4 at the close
+    else return _mm256_srli_epi16(_mm256_cvtepu8_epi16(bytes), 4);
+  };
+  __m256 acc[NX];
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Group& w = g[b];
+    const BlockQ8K* xb[NX];
+    __m256i isum[NX], osum[NX];
+    for (int xi = 0; xi < NX; ++xi) {
+      xb[xi] = x + xi * x_row_blocks + b;
+      isum[xi] = osum[xi] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; ++j) {
+      prefetch_part(&w + 2, j);
+      const __m256i pairs = scale_pairs(w, j);
+#pragma GCC unroll 1
+      for (int half = 0; half < 2; ++half) {
+        const int sub = 2 * j + half;
+        const __m256i v = load32(w.qs[sub]);
+        // Q3_K: this half's third bits (t, or 4 + t) moved to bits 2 + t, so
+        // chunk t's is bit 2 after a shift by t; within each byte at every step.
+        [[maybe_unused]] __m256i third;
+        if constexpr (kThirdBit) {
+          const __m256i hmask = load32(w.hmask[j]);
+          third = half == 0 ? _mm256_slli_epi16(hmask, 2) : _mm256_srli_epi16(hmask, 2);
+        }
+        __m256i run[NX];
+        for (int t = 0; t < 4; ++t) {
+          __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * t)), low2);
+          if constexpr (kThirdBit)
+            q = _mm256_or_si256(q, _mm256_and_si256(_mm256_srl_epi16(third, _mm_cvtsi32_si128(t)), bit2));
+          for (int xi = 0; xi < NX; ++xi) {
+            const __m256i p = _mm256_maddubs_epi16(q, broadcast4(xb[xi]->qs + 16 * sub + 4 * t));
+            run[xi] = t == 0 ? p : _mm256_add_epi16(run[xi], p);
+          }
+        }
+        const __m256i scale = _mm256_shuffle_epi8(pairs, half == 0 ? first : second);
+        for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
+      }
+    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; ++j) {
+      const __m256i offsets = offset_pairs(w, j);
+      for (int xi = 0; xi < NX; ++xi)
+        osum[xi] = _mm256_add_epi32(osum[xi], _mm256_madd_epi16(offsets, broadcast4(xb[xi]->bsums + 2 * j)));
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+    [[maybe_unused]] __m256 dmin;
+    if constexpr (!kThirdBit) dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.dmin)));
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m256 dx = _mm256_set1_ps(xb[xi]->d);
+      if constexpr (kThirdBit) {
+        const __m256i total = _mm256_sub_epi32(isum[xi], _mm256_slli_epi32(osum[xi], 2));
+        acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(total), acc[xi]);
+      } else {
+        acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[xi]), acc[xi]);
+        acc[xi] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(osum[xi]), acc[xi]);
+      }
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
 // nx activation rows in tiles of up to kGroupTileX.
 template <typename Group, void (*const* Fixed)(const Group*, int64_t, const BlockQ8K*, size_t, float*, size_t)>
 void in_tiles(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
@@ -237,6 +327,12 @@ constexpr Q4Fixed kQ4Fixed[kGroupTileX] = {k4_fixed<Q4Runs, 1>, k4_fixed<Q4Runs,
 constexpr Q5Fixed kQ5Fixed[kGroupTileX] = {k4_fixed<Q5Runs, 1>, k4_fixed<Q5Runs, 2>, k4_fixed<Q5Runs, 3>,
                                            k4_fixed<Q5Runs, 4>};
 constexpr Q6Fixed kQ6Fixed[kGroupTileX] = {q6_k_fixed<1>, q6_k_fixed<2>, q6_k_fixed<3>, q6_k_fixed<4>};
+using Q2Fixed = void (*)(const BlockQ2Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
+using Q3Fixed = void (*)(const BlockQ3Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
+constexpr Q2Fixed kQ2Fixed[kGroupTileX] = {low_bit_fixed<BlockQ2Kx8, 1>, low_bit_fixed<BlockQ2Kx8, 2>,
+                                           low_bit_fixed<BlockQ2Kx8, 3>, low_bit_fixed<BlockQ2Kx8, 4>};
+constexpr Q3Fixed kQ3Fixed[kGroupTileX] = {low_bit_fixed<BlockQ3Kx8, 1>, low_bit_fixed<BlockQ3Kx8, 2>,
+                                           low_bit_fixed<BlockQ3Kx8, 3>, low_bit_fixed<BlockQ3Kx8, 4>};
 
 }  // namespace
 
@@ -253,6 +349,16 @@ void q5_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_
 void q6_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                  size_t y_stride) {
   in_tiles<BlockQ6Kx8, kQ6Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q2_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                 size_t y_stride) {
+  in_tiles<BlockQ2Kx8, kQ2Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q3_kx8_avx2(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                 size_t y_stride) {
+  in_tiles<BlockQ3Kx8, kQ3Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
 }
 
 }  // namespace tessera::ggml

@@ -99,4 +99,64 @@ void q6_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_ro
   }
 }
 
+// Q2_K: w = d * (sc & 15) * q - dmin * (sc >> 4) per sub-block of 16; Q3_K:
+// w = d * sc * (q - 4) with q = the two low bits | the third bit << 2, folded
+// as isum - 4 * offset (Q6_K's way).
+void q2_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  const auto* g = static_cast<const BlockQ2Kx8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    float acc[kRepackRows] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ2Kx8& w = g[b];
+      const BlockQ8K& xb = x[xi * x_row_blocks + b];
+      for (int r = 0; r < kRepackRows; ++r) {
+        int32_t isum = 0, msum = 0;
+        for (int s = 0; s < 16; ++s) {
+          int32_t sum = 0;
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) sum += ((w.qs[s][4 * r + i] >> (2 * t)) & 3) * xb.qs[16 * s + 4 * t + i];
+          }
+          const uint8_t scale = w.scales[s / 2][r][s % 2];
+          isum += (scale & 0x0F) * sum;
+          msum += (scale >> 4) * xb.bsums[s];
+        }
+        acc[r] = std::fma(f16_to_f32(w.d[r]) * xb.d, static_cast<float>(isum), acc[r]);
+        acc[r] = std::fma(-(f16_to_f32(w.dmin[r]) * xb.d), static_cast<float>(msum), acc[r]);
+      }
+    }
+    for (int r = 0; r < kRepackRows; ++r) y[xi * y_stride + r] = acc[r];
+  }
+}
+
+void q3_kx8_scalar(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                   size_t y_stride) {
+  const auto* g = static_cast<const BlockQ3Kx8*>(group);
+  for (int xi = 0; xi < nx; ++xi) {
+    float acc[kRepackRows] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ3Kx8& w = g[b];
+      const BlockQ8K& xb = x[xi * x_row_blocks + b];
+      for (int r = 0; r < kRepackRows; ++r) {
+        int32_t isum = 0, offset = 0;
+        for (int s = 0; s < 16; ++s) {
+          int32_t sum = 0;
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const int low = (w.qs[s][4 * r + i] >> (2 * t)) & 3;
+              const int third = (w.hmask[s / 2][4 * r + i] >> (4 * (s % 2) + t)) & 1;
+              sum += (low | third << 2) * xb.qs[16 * s + 4 * t + i];
+            }
+          }
+          const int scale = w.scales[s / 2][r][s % 2];
+          isum += scale * sum;
+          offset += scale * xb.bsums[s];
+        }
+        acc[r] = std::fma(f16_to_f32(w.d[r]) * xb.d, static_cast<float>(isum - 4 * offset), acc[r]);
+      }
+    }
+    for (int r = 0; r < kRepackRows; ++r) y[xi * y_stride + r] = acc[r];
+  }
+}
+
 }  // namespace tessera::ggml

@@ -27,26 +27,14 @@ KQuantLinear::KQuantLinear(const void* weights, DType type, int64_t out_features
     throw std::invalid_argument("KQuantLinear: not a K-quant type: " + std::string(dtype_name(type)));
   if (in_features % kSuperBlock != 0)
     throw std::invalid_argument("KQuantLinear: rows of " + std::to_string(in_features) + " are not whole super-blocks");
-  if (!repack || !has_repacked_kquant_layout(type)) return;
+  if (!repack) return;
   repacked_rows_ = out_ / kRepackRows * kRepackRows;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kSuperBlock;
-  const size_t block_bytes = type == DType::q4_k   ? sizeof(BlockQ4Kx8)
-                            : type == DType::q5_k ? sizeof(BlockQ5Kx8)
-                                                  : sizeof(BlockQ6Kx8);
-  group_bytes_ = static_cast<size_t>(nb) * block_bytes;
+  group_bytes_ = static_cast<size_t>(nb) * kquant_x8_block_bytes(type);
   const size_t bytes = static_cast<size_t>(repacked_rows_ / kRepackRows) * group_bytes_;
   repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
-  if (type == DType::q4_k) {
-    repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(weights_), repacked_rows_, nb,
-                  reinterpret_cast<BlockQ4Kx8*>(repacked_.data));
-  } else if (type == DType::q5_k) {
-    repack_q5_kx8(reinterpret_cast<const BlockQ5K*>(weights_), repacked_rows_, nb,
-                  reinterpret_cast<BlockQ5Kx8*>(repacked_.data));
-  } else {
-    repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(weights_), repacked_rows_, nb,
-                  reinterpret_cast<BlockQ6Kx8*>(repacked_.data));
-  }
+  repack_kquant_x8(type, weights_, repacked_rows_, nb, repacked_.data);
 }
 
 KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
@@ -60,7 +48,13 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
 }
 
 KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
-  return type_ == DType::q4_k ? k.q4_kx8 : type_ == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
+  switch (type_) {
+    case DType::q2_k: return k.q2_kx8;
+    case DType::q3_k: return k.q3_kx8;
+    case DType::q4_k: return k.q4_kx8;
+    case DType::q5_k: return k.q5_kx8;
+    default: return k.q6_kx8;
+  }
 }
 
 void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
@@ -109,7 +103,12 @@ void KQuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, 
 
 KQuantPanelFn KQuantLinear::panel_kernel(const KernelTable& k) const {
   if (repacked_rows_ < kPanelRows) return nullptr;
-  return type_ == DType::q4_k ? k.q4_k_panel : type_ == DType::q5_k ? k.q5_k_panel : k.q6_k_panel;
+  switch (type_) {
+    case DType::q4_k: return k.q4_k_panel;
+    case DType::q5_k: return k.q5_k_panel;
+    case DType::q6_k: return k.q6_k_panel;
+    default: return nullptr;  // Q2_K, Q3_K: no AMX panels
+  }
 }
 
 void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int64_t y_stride, int64_t r_begin,

@@ -2,9 +2,8 @@
 // weights in the quantized domain: activations are quantized once per call to
 // Q8_K (per 256 values: an f32 scale, 8-bit values, their sums per 16), then
 // integer dot products per super-block with the block's scales applied in f32
-// (KernelTable::q2_k .. q6_k; Q4_K, Q5_K and Q6_K repacked 8 rows at a time,
-// KernelTable::q4_kx8, q5_kx8, q6_kx8; Q2_K and Q3_K have no repacked layout
-// yet and run the tiles on the ggml rows). With one 8-bit term per block this is the
+// (KernelTable::q2_k .. q6_k on the ggml rows; repacked 8 rows at a time,
+// KernelTable::q2_kx8 .. q6_kx8; Q4_K, Q5_K and Q6_K also on AMX panels). With one 8-bit term per block this is the
 // arithmetic llama.cpp uses for these formats; with two (activation_terms.hpp)
 // the second quantizes what the first left out. The f32 path (FloatLinear,
 // activations = "f32") stays available as the exact product.
@@ -26,10 +25,9 @@ class KQuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 256 super-blocks of `type`
   // (q2_k, q3_k, q4_k, q5_k or q6_k), kept by pointer. `bias`: empty or out_features.
-  // `repack` (has_repacked_kquant_layout, formats.hpp; ignored for the others): copy rows, 8 at a
-  // time, into BlockQ4Kx8/BlockQ5Kx8/BlockQ6Kx8 (blocks.hpp) in `arena`
-  // (nullptr: memory of this Linear's own); rows past the last whole group
-  // use the ggml layout in place.
+  // `repack`: copy rows, 8 at a time, into BlockQ2Kx8 .. BlockQ6Kx8
+  // (blocks.hpp) in `arena` (nullptr: memory of this Linear's own); rows
+  // past the last whole group use the ggml layout in place.
   // `terms`: each activation block as one 8-bit term or two.
   KQuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features, std::vector<float> bias,
                bool repack = true, WeightArena* arena = nullptr, ActivationTerms terms = ActivationTerms::q8);
@@ -67,7 +65,7 @@ class KQuantLinear final : public Linear {
   int64_t in_;
   size_t row_bytes_;
   std::vector<float> bias_;
-  WeightArena::Slice repacked_;  // [repacked_rows_ / 8, in / 256] BlockQ4Kx8, BlockQ5Kx8 or BlockQ6Kx8, or empty
+  WeightArena::Slice repacked_;  // [repacked_rows_ / 8, in / 256] BlockQ2Kx8 .. BlockQ6Kx8, or empty
   int64_t repacked_rows_ = 0;    // rows held in repacked_
   size_t group_bytes_ = 0;       // bytes of one repacked group of 8 rows
   int64_t terms_;                     // 8-bit terms per activation block: 1 or 2

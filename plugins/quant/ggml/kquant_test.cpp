@@ -29,12 +29,11 @@ using testing::random_bytes;
 using testing::random_floats;
 
 constexpr DType kKQuants[] = {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k};
-// The ones with repacked layouts, group kernels and panels (and kquant_element).
-constexpr DType kRepackedKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
-static_assert(has_repacked_kquant_layout(DType::q4_k) && has_repacked_kquant_layout(DType::q5_k) &&
-                  has_repacked_kquant_layout(DType::q6_k) && !has_repacked_kquant_layout(DType::q2_k) &&
-                  !has_repacked_kquant_layout(DType::q3_k),
-              "kRepackedKQuants lists the formats KQuantLinear repacks");
+// The ones kquant_element reads (Q2_K and Q3_K are read by the gguf-py-checked
+// dequantizer instead), and the ones with AMX panels (Q2_K and Q3_K run the
+// groups there).
+constexpr DType kElementKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
+constexpr DType kPanelKQuants[] = {DType::q4_k, DType::q5_k, DType::q6_k};
 
 // Rows of random super-blocks with d (and dmin) of either sign around 0.01.
 // Block 0 of row 0 has every quant and scale at its largest value (Q3_K's
@@ -97,7 +96,7 @@ void block_values(DType type, const uint8_t* blk, double* out) {  // out: [256]
 }
 
 TEST(KQuantElement, ReadsWhatTheReferenceDequantizerWrites) {
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kElementKQuants) {
     const auto w = make_kquant_rows(type, 1, 4 * kSuperBlock, 7);
     std::vector<float> y(4 * kSuperBlock);
     ASSERT_TRUE(dequantize_row(type, w.data(), y.data(), 4 * kSuperBlock));
@@ -238,28 +237,25 @@ TEST_P(KQuantLevel, TilesMatchScalar) {
   }
 }
 
-// The K-quants repacked 8 rows at a time (BlockQ4Kx8, BlockQ5Kx8, BlockQ6Kx8): the
+// The K-quants repacked 8 rows at a time (BlockQ2Kx8 .. BlockQ6Kx8): the
 // scalar group kernel against the f64 sum of the ggml rows it was repacked
 // from (so a wrong repacking or a wrong kernel shows), and every SIMD level
 // against the scalar group kernel bit for bit (KQuantGroupFn fixes the f32
 // steps). Second group of two, every activation count up to kMaxRepackX.
 std::vector<uint8_t> repack_kquant(DType type, const std::vector<uint8_t>& w, int64_t rows, int64_t nb) {
-  const size_t group = type == DType::q4_k   ? sizeof(BlockQ4Kx8)
-                       : type == DType::q5_k ? sizeof(BlockQ5Kx8)
-                                             : sizeof(BlockQ6Kx8);
-  std::vector<uint8_t> packed(rows / kRepackRows * nb * group);
-  if (type == DType::q4_k) {
-    repack_q4_kx8(reinterpret_cast<const BlockQ4K*>(w.data()), rows, nb, reinterpret_cast<BlockQ4Kx8*>(packed.data()));
-  } else if (type == DType::q5_k) {
-    repack_q5_kx8(reinterpret_cast<const BlockQ5K*>(w.data()), rows, nb, reinterpret_cast<BlockQ5Kx8*>(packed.data()));
-  } else {
-    repack_q6_kx8(reinterpret_cast<const BlockQ6K*>(w.data()), rows, nb, reinterpret_cast<BlockQ6Kx8*>(packed.data()));
-  }
+  std::vector<uint8_t> packed(rows / kRepackRows * nb * kquant_x8_block_bytes(type));
+  repack_kquant_x8(type, w.data(), rows, nb, packed.data());
   return packed;
 }
 
 KQuantGroupFn group_of(const KernelTable& k, DType type) {
-  return type == DType::q4_k ? k.q4_kx8 : type == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
+  switch (type) {
+    case DType::q2_k: return k.q2_kx8;
+    case DType::q3_k: return k.q3_kx8;
+    case DType::q4_k: return k.q4_kx8;
+    case DType::q5_k: return k.q5_kx8;
+    default: return k.q6_kx8;
+  }
 }
 
 TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
@@ -267,7 +263,7 @@ TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
   const KernelTable& simd = *kernels_for(GetParam());
   const KernelTable& ref = scalar_kernel_table();
   constexpr int kRows = 2 * kRepackRows;
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kKQuants) {
     ASSERT_NE(group_of(simd, type), nullptr) << simd.name;
     for (int64_t nb : {1, 2, 6}) {
       const int64_t cols = nb * kSuperBlock;
@@ -302,10 +298,11 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kKQuants) {
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
+      // dmin 1 for Q2_K, whose minimums (15 each) are then summed at their extreme too.
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
       if (type == DType::q6_k) {  // scales of 127 rather than 0xFF's -1
         for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
           std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
@@ -319,8 +316,13 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
       const auto packed = repack_kquant(type, w, kRepackRows, nb);
       std::vector<float> y(kMaxRepackX * kRepackRows);
       group_of(k, type)(packed.data(), nb, x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
-      // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: 127 * (63 - 32) * q. Exact in f32.
-      const double per_element = type == DType::q4_k ? 63.0 * 15 * q : type == DType::q5_k ? 63.0 * 31 * q : 127.0 * 31 * q;
+      // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: 127 * (63 - 32) * q;
+      // Q2_K: (15 * 3 - 15) * q; Q3_K: 31 * (7 - 4) * q. Exact in f32.
+      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
+                                 : type == DType::q5_k ? 63.0 * 31 * q
+                                 : type == DType::q6_k ? 127.0 * 31 * q
+                                 : type == DType::q2_k ? (15.0 * 3 - 15) * q
+                                                       : 31.0 * 3 * q;
       for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
     }
   }
@@ -349,7 +351,7 @@ std::vector<float> panel_by_groups(DType type, const uint8_t* panel, size_t grou
 TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kPanelKQuants) {
     if (panel_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
@@ -380,7 +382,7 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kPanelKQuants) {
     if (panel_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
@@ -422,7 +424,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_l
 // last group are held to a tolerance instead: KQuantLevel.TilesMatchScalar.)
 TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
   constexpr int64_t kOut = 2 * kPanelRows + kRepackRows, kIn = 2 * kSuperBlock;  // two panels and a lone group
-  for (DType type : kRepackedKQuants) {
+  for (DType type : kKQuants) {
     const auto w = make_kquant_rows(type, kOut, kIn, 31);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
       for (int64_t n : {1, 16, 37, 70}) {

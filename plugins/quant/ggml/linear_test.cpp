@@ -78,15 +78,11 @@ std::unique_ptr<Linear> make(DType type, const std::vector<uint8_t>& w, int64_t 
   return std::make_unique<FloatLinear>(w.data(), type, out, in, std::move(bias));
 }
 
-// Q4_K, Q5_K and Q6_K: the K-quants KQuantLinear multiplies (Q2_K and Q3_K
-// have no quantized-domain driver).
-bool has_kquant_driver(DType type) { return type == DType::q4_k || type == DType::q5_k || type == DType::q6_k; }
-
 // The quantized-domain driver the plugin makes for `type` (KQuantLinear for
-// Q4_K/Q5_K/Q6_K, QuantLinear otherwise), with `terms` activation terms.
+// the K-quants, QuantLinear otherwise), with `terms` activation terms.
 std::unique_ptr<Linear> make_quantized(DType type, const std::vector<uint8_t>& w, int64_t out, int64_t in,
                                        std::vector<float> bias, ActivationTerms terms, bool repack = true) {
-  if (has_kquant_driver(type))
+  if (is_kquant(type))
     return std::make_unique<KQuantLinear>(w.data(), type, out, in, std::move(bias), repack, nullptr, terms);
   return std::make_unique<QuantLinear>(w.data(), type, out, in, std::move(bias), repack, nullptr, terms);
 }
@@ -241,10 +237,11 @@ TEST_P(LinearLevel, TwoActivationTermsFollowTheExactProduct) {
   testing::ScopedLevel level(GetParam());
   ASSERT_TRUE(level.ok());
   const Case cases[] = {{DType::q4_0, 96},  {DType::q4_1, 576}, {DType::q8_0, 160}, {DType::q5_0, 576},
-                        {DType::q5_1, 160}, {DType::q4_k, 512}, {DType::q5_k, 256}, {DType::q6_k, 256}};
+                        {DType::q5_1, 160}, {DType::q4_k, 512}, {DType::q5_k, 256}, {DType::q6_k, 256},
+                        {DType::q2_k, 512}, {DType::q3_k, 256}};
   constexpr int64_t kOut = 67;  // groups of 8 and 16, and rows past them
   for (const Case& c : cases) {
-    const bool kquant = has_kquant_driver(c.type);
+    const bool kquant = is_kquant(c.type);
     const int64_t block = kquant ? kSuperBlock : kBlock;
     const auto w = make_weight_bytes(c.type, kOut, c.in, static_cast<uint32_t>(c.in + 3));
     std::vector<float> wf(kOut * c.in);

@@ -22,6 +22,12 @@
 namespace tessera::ggml {
 namespace {
 
+// Element e's two low bits (Q2_K's quant, Q3_K's low part) and Q3_K's third
+// bit, one at a time: for the repacking and the scalar kernels, which read
+// elements in other orders than the sub-block loops below.
+inline int low_two_bits(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+inline int q3_k_third_bit(const uint8_t* hmask, int e) { return (hmask[e % 32] >> (e / 32)) & 1; }
+
 inline void q2_k_super_block(const BlockQ2K& x, float* __restrict y) {  // y: [256]
   const float d = f16_to_f32(x.d), dmin = f16_to_f32(x.dmin);
   for (int s = 0; s < 16; ++s, y += 16) {

@@ -1,9 +1,11 @@
 // repack.hpp: ggml rows -> the 8- and 16-row interleaved layouts of blocks.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "blocks.hpp"
+#include "tessera/tensor.hpp"
 
 namespace tessera::ggml {
 
@@ -25,5 +27,12 @@ void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst);
 void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst);
 void repack_q5_kx8(const BlockQ5K* src, int64_t rows, int64_t nb, BlockQ5Kx8* dst);
 void repack_q6_kx8(const BlockQ6K* src, int64_t rows, int64_t nb, BlockQ6Kx8* dst);
+void repack_q2_kx8(const BlockQ2K* src, int64_t rows, int64_t nb, BlockQ2Kx8* dst);
+void repack_q3_kx8(const BlockQ3K* src, int64_t rows, int64_t nb, BlockQ3Kx8* dst);
+// The same by format (a K-quant, is_kquant): the bytes of one repacked
+// super-block of 8 rows (BlockQ2Kx8 .. BlockQ6Kx8), and the repacking into
+// rows / 8 * nb of them.
+size_t kquant_x8_block_bytes(DType type);
+void repack_kquant_x8(DType type, const void* src, int64_t rows, int64_t nb, void* dst);
 
 }  // namespace tessera::ggml

@@ -1,8 +1,9 @@
-// repack_kquant.cpp: 8 rows of Q4_K / Q5_K / Q6_K super-blocks into
-// BlockQ4Kx8 / BlockQ5Kx8 / BlockQ6Kx8 (layouts in blocks.hpp). Run once per weight at load.
+// repack_kquant.cpp: 8 rows of Q2_K / Q3_K / Q4_K / Q5_K / Q6_K super-blocks
+// into BlockQ2Kx8 / ... / BlockQ6Kx8 (layouts in blocks.hpp). Run once per weight at load.
 #include <cstring>
 
 #include "k_scales.hpp"
+#include "low_bit_kquants.hpp"
 #include "repack.hpp"
 
 namespace tessera::ggml {
@@ -61,6 +62,18 @@ int q6_k_quant(const BlockQ6K& b, int e) {
   return lo4 | hi2 << 4;
 }
 
+// Q2_K and Q3_K: the two low bits of every quant of row r into the qs order
+// both layouts share (BlockQ2Kx8); out.qs zeroed by the caller.
+template <typename Block, typename Group>
+void repack_low_two_bits(const Block& in, int r, Group& out) {
+  for (int s = 0; s < 16; ++s) {
+    for (int t = 0; t < 4; ++t) {
+      for (int i = 0; i < 4; ++i)
+        out.qs[s][4 * r + i] |= static_cast<uint8_t>(low_two_bits(in.qs, 16 * s + 4 * t + i) << (2 * t));
+    }
+  }
+}
+
 }  // namespace
 
 void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst) {
@@ -93,6 +106,75 @@ void repack_q6_kx8(const BlockQ6K* src, int64_t rows, int64_t nb, BlockQ6Kx8* ds
         }
       }
     }
+  }
+}
+
+void repack_q2_kx8(const BlockQ2K* src, int64_t rows, int64_t nb, BlockQ2Kx8* dst) {
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ2Kx8& out = dst[g * nb + b];
+      std::memset(out.qs, 0, sizeof out.qs);
+      for (int r = 0; r < kRepackRows; ++r) {
+        const BlockQ2K& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        out.dmin[r] = in.dmin;
+        for (int s = 0; s < 16; ++s) out.scales[s / 2][r][s % 2] = in.scales[s];
+        repack_low_two_bits(in, r, out);
+      }
+    }
+  }
+}
+
+void repack_q3_kx8(const BlockQ3K* src, int64_t rows, int64_t nb, BlockQ3Kx8* dst) {
+  for (int64_t g = 0; g < rows / kRepackRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ3Kx8& out = dst[g * nb + b];
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.hmask, 0, sizeof out.hmask);
+      for (int r = 0; r < kRepackRows; ++r) {
+        const BlockQ3K& in = src[(g * kRepackRows + r) * nb + b];
+        out.d[r] = in.d;
+        for (int s = 0; s < 16; ++s) {
+          out.scales[s / 2][r][s % 2] = static_cast<int8_t>(q3_k_scale(in.scales, s));
+          for (int t = 0; t < 4; ++t) {
+            for (int i = 0; i < 4; ++i) {
+              const int bit = q3_k_third_bit(in.hmask, 16 * s + 4 * t + i);
+              out.hmask[s / 2][4 * r + i] |= static_cast<uint8_t>(bit << (4 * (s % 2) + t));
+            }
+          }
+        }
+        repack_low_two_bits(in, r, out);
+      }
+    }
+  }
+}
+
+size_t kquant_x8_block_bytes(DType type) {
+  switch (type) {
+    case DType::q2_k: return sizeof(BlockQ2Kx8);
+    case DType::q3_k: return sizeof(BlockQ3Kx8);
+    case DType::q4_k: return sizeof(BlockQ4Kx8);
+    case DType::q5_k: return sizeof(BlockQ5Kx8);
+    default: return sizeof(BlockQ6Kx8);
+  }
+}
+
+void repack_kquant_x8(DType type, const void* src, int64_t rows, int64_t nb, void* dst) {
+  switch (type) {
+    case DType::q2_k:
+      repack_q2_kx8(static_cast<const BlockQ2K*>(src), rows, nb, static_cast<BlockQ2Kx8*>(dst));
+      break;
+    case DType::q3_k:
+      repack_q3_kx8(static_cast<const BlockQ3K*>(src), rows, nb, static_cast<BlockQ3Kx8*>(dst));
+      break;
+    case DType::q4_k:
+      repack_q4_kx8(static_cast<const BlockQ4K*>(src), rows, nb, static_cast<BlockQ4Kx8*>(dst));
+      break;
+    case DType::q5_k:
+      repack_q5_kx8(static_cast<const BlockQ5K*>(src), rows, nb, static_cast<BlockQ5Kx8*>(dst));
+      break;
+    default:
+      repack_q6_kx8(static_cast<const BlockQ6K*>(src), rows, nb, static_cast<BlockQ6Kx8*>(dst));
   }
 }
 
