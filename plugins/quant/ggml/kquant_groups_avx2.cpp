@@ -47,6 +47,18 @@ inline __m256i spread_rows(const uint8_t* bytes8) {
   return _mm256_shuffle_epi8(_mm256_set1_epi64x(v), pick);
 }
 
+// Row r's scale pair (sub-blocks 2j, 2j + 1) sits in i16 lanes 2r, 2r + 1 of
+// `pairs` (BlockQ6Kx8, BlockQ2Kx8, BlockQ3Kx8): the first (half 0) or the
+// second (half 1) of each pair over both lanes, the vpmaddwd operand for that
+// sub-block's sums.
+inline __m256i pair_member(__m256i pairs, int half) {
+  const __m256i first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i second = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  return _mm256_shuffle_epi8(pairs, half == 0 ? first : second);
+}
+
 // Part j (0..7) of a super-block group ahead: 1/8 of it per run, so the
 // whole group is on its way while this one is computed. Streamed from
 // memory, the hardware prefetchers alone left the Q6_K kernel at 3.6 GB/s on
@@ -160,12 +172,6 @@ void k4_fixed(const typename Runs::Group* g, int64_t nb, const BlockQ8K* x, size
 template <int NX>
 void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-  // The scale pairs (sc[2j], sc[2j + 1]) of row r sit in i16 lanes 2r, 2r + 1;
-  // these repeat the first or the second of each pair over both lanes.
-  const __m256i first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i second = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
   __m256 acc[NX];
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -200,7 +206,7 @@ void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
               run[xi] = v == 0 ? p : _mm256_add_epi16(run[xi], p);
             }
           }
-          const __m256i scale = _mm256_shuffle_epi8(pairs, half == 0 ? first : second);
+          const __m256i scale = pair_member(pairs, half);
           for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
         }
       }
@@ -232,10 +238,6 @@ template <typename Group, int NX>
 void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kThirdBit = std::is_same_v<Group, BlockQ3Kx8>;
   const __m256i low2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
-  const __m256i first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i second = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
   // The i16 (scale, scale) pairs of sub-blocks 2j, 2j + 1 per row, and their offsets.
   const auto scale_pairs = [](const Group& w, int j) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
@@ -281,7 +283,7 @@ void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_b
             run[xi] = t == 0 ? p : _mm256_add_epi16(run[xi], p);
           }
         }
-        const __m256i scale = _mm256_shuffle_epi8(pairs, half == 0 ? first : second);
+        const __m256i scale = pair_member(pairs, half);
         for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm256_add_epi32(isum[xi], _mm256_madd_epi16(run[xi], scale));
       }
     }
