@@ -448,7 +448,11 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
 #endif
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's (kquant_panels_amx.cpp)
       avx2_kernel_table().q2_k, avx2_kernel_table().q3_k,
+#if TESSERA_GGML_VNNI
+      &q2_kx8_avx512_vnni, &q3_kx8_avx512_vnni,
+#else
       avx2_kernel_table().q2_kx8, avx2_kernel_table().q3_kx8,
+#endif
   };
   return table;
 }

@@ -40,5 +40,9 @@ void q5_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t
                         size_t y_stride);
 void q6_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                         size_t y_stride);
+void q2_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride);
+void q3_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride);
 
 }  // namespace tessera::ggml

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels.hpp"
 #include "kquant_groups.hpp"
@@ -228,6 +229,92 @@ void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
   for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
+// Q2_K (BlockQ2Kx8) and Q3_K (BlockQ3Kx8): run j is sub-blocks 2j and
+// 2j + 1, two consecutive 32-byte chunks, so one zmm holds both: lane r row r
+// of sub-block 2j, lane 8 + r of 2j + 1. Shift t (0..3) of it gives quants
+// 4t..4t + 3 of each row's sub-block, against activation dwords t (low half)
+// and 4 + t (high half); Q3_K ORs in the third bits (bit t of hmask[j] for the
+// low half, 4 + t for the high, both moved to bit 2 + t first, as the AVX2
+// kernel does). A lane then holds 16 products (at most 16 * 7 * 128 = 14336),
+// and one vpdpwssd per run applies the sub-blocks' scales (lane r: 2j, lane
+// 8 + r: 2j + 1). The minimums (Q2_K) and the -4 (Q3_K) and the f32 close are
+// the AVX2 kernel's, so the results are its to the bit.
+template <typename Group, int NX>
+void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
+  constexpr bool kThirdBit = std::is_same_v<Group, BlockQ3Kx8>;
+  const __m512i low2 = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
+  // Sub-block 2j's scale alone in the low i16 of lane r, 2j + 1's in lane 8 + r (high i16 zero).
+  const auto run_scales = [](const Group& w, int j) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
+    __m256i pairs;  // i16 lanes (2r, 2r + 1) = row r's scales of 2j, 2j + 1
+    if constexpr (kThirdBit) pairs = _mm256_cvtepi8_epi16(bytes);
+    else pairs = _mm256_and_si256(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(0x0F));
+    const __m256i first = _mm256_and_si256(pairs, _mm256_set1_epi32(0xFFFF));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(first), _mm256_srli_epi32(pairs, 16), 1);
+  };
+  const auto offset_pairs = [](const Group& w, int j) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
+    if constexpr (kThirdBit) return _mm256_cvtepi8_epi16(bytes);  // times 4 at the close
+    else return _mm256_srli_epi16(_mm256_cvtepu8_epi16(bytes), 4);
+  };
+  __m256 acc[NX];
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Group& w = g[b];
+    const BlockQ8K* xb[NX];
+    __m512i isum[NX];
+    __m256i osum[NX];
+    for (int xi = 0; xi < NX; ++xi) {
+      xb[xi] = x + xi * x_row_blocks + b;
+      isum[xi] = _mm512_setzero_si512();
+      osum[xi] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; ++j) {
+      prefetch_part(&w + 2, j);
+      const __m512i v = load64(w.qs[2 * j]);
+      [[maybe_unused]] __m512i third;
+      if constexpr (kThirdBit) {
+        const __m512i hmask = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.hmask[j])));
+        third = _mm512_mask_blend_epi64(0xF0, _mm512_slli_epi16(hmask, 2), _mm512_srli_epi16(hmask, 2));
+      }
+      __m512i run[NX], quants[NX];
+      for (int xi = 0; xi < NX; ++xi) {
+        run[xi] = _mm512_setzero_si512();
+        quants[xi] = run_quants(xb[xi]->qs + 32 * j);
+      }
+      for (int t = 0; t < 4; ++t) {
+        __m512i q = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(2 * t)), low2);
+        if constexpr (kThirdBit)
+          q = _mm512_or_si512(q, _mm512_and_si512(_mm512_srl_epi16(third, _mm_cvtsi32_si128(t)), bit2));
+        for (int xi = 0; xi < NX; ++xi) {
+          run[xi] = _mm512_dpbusd_epi32(run[xi], q, _mm512_permutexvar_epi32(halves(t, 4 + t), quants[xi]));
+        }
+      }
+      const __m512i scale = run_scales(w, j);
+      for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm512_dpwssd_epi32(isum[xi], run[xi], scale);
+    }
+    for (int j = 0; j < 8; ++j) {
+      const __m256i offsets = offset_pairs(w, j);
+      for (int xi = 0; xi < NX; ++xi)
+        osum[xi] = _mm256_add_epi32(osum[xi], _mm256_madd_epi16(offsets, broadcast4(xb[xi]->bsums + 2 * j)));
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+    [[maybe_unused]] __m256 dmin;
+    if constexpr (!kThirdBit) dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.dmin)));
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m256 dx = _mm256_set1_ps(xb[xi]->d);
+      if constexpr (kThirdBit) {
+        const __m256i total = _mm256_sub_epi32(fold(isum[xi]), _mm256_slli_epi32(osum[xi], 2));
+        acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(total), acc[xi]);
+      } else {
+        acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(fold(isum[xi])), acc[xi]);
+        acc[xi] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(osum[xi]), acc[xi]);
+      }
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm256_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
 // nx activation rows in tiles of up to kGroupTileX.
 template <typename Group, void (*const* Fixed)(const Group*, int64_t, const BlockQ8K*, size_t, float*, size_t)>
 void in_tiles(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
@@ -247,6 +334,12 @@ constexpr Q4Fixed kQ4Fixed[kGroupTileX] = {k4_fixed<Q4Runs, 1>, k4_fixed<Q4Runs,
 constexpr Q5Fixed kQ5Fixed[kGroupTileX] = {k4_fixed<Q5Runs, 1>, k4_fixed<Q5Runs, 2>, k4_fixed<Q5Runs, 3>,
                                            k4_fixed<Q5Runs, 4>};
 constexpr Q6Fixed kQ6Fixed[kGroupTileX] = {q6_k_fixed<1>, q6_k_fixed<2>, q6_k_fixed<3>, q6_k_fixed<4>};
+using Q2Fixed = void (*)(const BlockQ2Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
+using Q3Fixed = void (*)(const BlockQ3Kx8*, int64_t, const BlockQ8K*, size_t, float*, size_t);
+constexpr Q2Fixed kQ2Fixed[kGroupTileX] = {low_bit_fixed<BlockQ2Kx8, 1>, low_bit_fixed<BlockQ2Kx8, 2>,
+                                           low_bit_fixed<BlockQ2Kx8, 3>, low_bit_fixed<BlockQ2Kx8, 4>};
+constexpr Q3Fixed kQ3Fixed[kGroupTileX] = {low_bit_fixed<BlockQ3Kx8, 1>, low_bit_fixed<BlockQ3Kx8, 2>,
+                                           low_bit_fixed<BlockQ3Kx8, 3>, low_bit_fixed<BlockQ3Kx8, 4>};
 
 }  // namespace
 
@@ -263,6 +356,16 @@ void q5_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t
 void q6_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
                         size_t y_stride) {
   in_tiles<BlockQ6Kx8, kQ6Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q2_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride) {
+  in_tiles<BlockQ2Kx8, kQ2Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q3_kx8_avx512_vnni(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx, float* y,
+                        size_t y_stride) {
+  in_tiles<BlockQ3Kx8, kQ3Fixed>(group, nb, x, x_row_blocks, nx, y, y_stride);
 }
 
 }  // namespace tessera::ggml
