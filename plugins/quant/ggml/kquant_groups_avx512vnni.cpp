@@ -239,10 +239,24 @@ void q6_k_fixed(const BlockQ6Kx8* g, int64_t nb, const BlockQ8K* x, size_t x_row
 // and one vpdpwssd per run applies the sub-blocks' scales (lane r: 2j, lane
 // 8 + r: 2j + 1). The minimums (Q2_K) and the -4 (Q3_K) and the f32 close are
 // the AVX2 kernel's, so the results are its to the bit.
+// Shift T of a pair of 2-bit chunks (Q3_K: with its third bits, `third`)
+// against the spread activations: quants 4T..4T + 3 of each row's sub-block.
+// spread[xi] holds the run's activation dwords as [d0..d3, d0..d3, d4..d7,
+// d4..d7] (128-bit lanes), so an in-lane vpshufd gives dword T to lanes 0-7
+// and 4 + T to lanes 8-15: one vpermd per run instead of one per shift.
+template <int T, bool kThirdBit, int NX>
+inline void add_shift(__m512i v, [[maybe_unused]] __m512i third, const __m512i* spread, __m512i* run) {
+  __m512i q = _mm512_and_si512(_mm512_srli_epi16(v, 2 * T), _mm512_set1_epi8(3));
+  if constexpr (kThirdBit)
+    q = _mm512_or_si512(q, _mm512_and_si512(_mm512_srli_epi16(third, T), _mm512_set1_epi8(4)));
+  for (int xi = 0; xi < NX; ++xi)
+    run[xi] = _mm512_dpbusd_epi32(run[xi], q, _mm512_shuffle_epi32(spread[xi], static_cast<_MM_PERM_ENUM>(T * 0x55)));
+}
+
 template <typename Group, int NX>
 void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kThirdBit = std::is_same_v<Group, BlockQ3Kx8>;
-  const __m512i low2 = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
+  const __m512i spread_quads = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
   // Sub-block 2j's scale alone in the low i16 of lane r, 2j + 1's in lane 8 + r (high i16 zero).
   const auto run_scales = [](const Group& w, int j) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales[j]));
@@ -272,24 +286,20 @@ void low_bit_fixed(const Group* g, int64_t nb, const BlockQ8K* x, size_t x_row_b
     for (int j = 0; j < 8; ++j) {
       prefetch_part(&w + 2, j);
       const __m512i v = load64(w.qs[2 * j]);
-      [[maybe_unused]] __m512i third;
+      __m512i third = _mm512_setzero_si512();
       if constexpr (kThirdBit) {
         const __m512i hmask = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.hmask[j])));
         third = _mm512_mask_blend_epi64(0xF0, _mm512_slli_epi16(hmask, 2), _mm512_srli_epi16(hmask, 2));
       }
-      __m512i run[NX], quants[NX];
+      __m512i run[NX], spread[NX];
       for (int xi = 0; xi < NX; ++xi) {
         run[xi] = _mm512_setzero_si512();
-        quants[xi] = run_quants(xb[xi]->qs + 32 * j);
+        spread[xi] = _mm512_permutexvar_epi32(spread_quads, run_quants(xb[xi]->qs + 32 * j));
       }
-      for (int t = 0; t < 4; ++t) {
-        __m512i q = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(2 * t)), low2);
-        if constexpr (kThirdBit)
-          q = _mm512_or_si512(q, _mm512_and_si512(_mm512_srl_epi16(third, _mm_cvtsi32_si128(t)), bit2));
-        for (int xi = 0; xi < NX; ++xi) {
-          run[xi] = _mm512_dpbusd_epi32(run[xi], q, _mm512_permutexvar_epi32(halves(t, 4 + t), quants[xi]));
-        }
-      }
+      add_shift<0, kThirdBit, NX>(v, third, spread, run);
+      add_shift<1, kThirdBit, NX>(v, third, spread, run);
+      add_shift<2, kThirdBit, NX>(v, third, spread, run);
+      add_shift<3, kThirdBit, NX>(v, third, spread, run);
       const __m512i scale = run_scales(w, j);
       for (int xi = 0; xi < NX; ++xi) isum[xi] = _mm512_dpwssd_epi32(isum[xi], run[xi], scale);
     }
