@@ -10,7 +10,11 @@
 #
 # Environment:
 #   MODEL          input GGUF (models/SmolLM2-135M-Instruct.Q4_1.gguf)
-#   FORMAT         q4_0, q4_1, q5_0, q5_1 or q8_0 (q4_0)
+#   FORMAT         q4_0, q4_1, q5_0, q5_1, q8_0, q4_k or q5_k (q4_0)
+#   LLAMA_TYPE     the type llama-quantize writes (FORMAT in capitals; for
+#                  q4_k/q5_k Q4_K_S/Q5_K_S, the recipes that put the K type
+#                  wherever it fits, as Tessera does: Q4_K alone means Q4_K_M,
+#                  which mixes in Q6_K)
 #   METHODS        Tessera's methods, space-separated ("rtn gptq awq")
 #   GPTQ_FLAGS     extra flags for GPTQ ("--act-order")
 #   CALIBRATION    calibration text (.cache/eval/kjv.txt); SAMPLES (8) windows
@@ -65,7 +69,11 @@ for method in "${methods[@]}"; do
 done
 
 # llama.cpp's quantizer from the same input: the type name it takes.
-type=${format^^}
+case $format in
+  q4_k | q5_k) default_type=${format^^}_S ;;
+  *) default_type=${format^^} ;;
+esac
+type=${LLAMA_TYPE:-$default_type}
 file="$out/$name.llama-quantize.$format.gguf"
 echo "llama-quantize --allow-requantize $type"
 start=$SECONDS

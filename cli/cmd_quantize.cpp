@@ -2,6 +2,7 @@
 //   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -52,6 +53,14 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
                fmt::join(r.dequantized_types, ", "));
   fmt::print("{} -> {}: {} weights quantized with {} into {}\n", job.input, job.output, r.weights.size(), r.method,
              r.format);
+  std::map<std::string, int> written;  // weights per type written
+  for (const auto& w : r.weights) ++written[w.written_type];
+  if (written.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [type, count] : written) parts.push_back(fmt::format("{} in {}", count, type));
+    fmt::print("  written: {} (rows that are not whole 256-column super-blocks take the K format's fallback)\n",
+               fmt::join(parts, ", "));
+  }
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
   if (r.calibration_tokens > 0)
@@ -102,7 +111,9 @@ int cmd_quantize(int argc, char** argv) {
   options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
       "output", "the GGUF to write", cxxopts::value<std::string>())(
       "method", "rtn, gptq, awq or int8 (INT8 W8A8: int8 weights with a scale per row, int8 activations per token)", cxxopts::value<std::string>()->default_value("rtn"))(
-      "format", "q4_0, q4_1, q5_0, q5_1 or q8_0 (default: from --bits and --sym/--asym); int8 writes its own (i8)",
+      "format", "q4_0, q4_1, q5_0, q5_1, q8_0, q4_k or q5_k (default: from --bits and --sym/--asym; q4_k/q5_k: weights "
+      "whose rows are not whole 256-column super-blocks go into q5_0/q5_1, as llama-quantize does); int8 writes its "
+      "own (i8)",
       cxxopts::value<std::string>())("bits", "bits per weight value (4, 5 or 8; default 4)", cxxopts::value<int>())(
       "group-size", "input columns sharing a scale (GGUF's block formats: 32; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(

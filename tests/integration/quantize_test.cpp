@@ -146,6 +146,37 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
 }
 
+// Into Q4_K: the down projections (1536 columns, six super-blocks a row)
+// are written as Q4_K, the rest (576 columns: not whole super-blocks) as
+// llama-quantize's fallback Q5_0; the report and general.file_type say so,
+// and the file runs. Rounding to nearest keeps it quick; GPTQ and AWQ's
+// clipping on the K grids are unit-tested (grid_quantize_test.cpp) and
+// measured end to end in docs/quantization.md.
+TEST(Quantize, Q4_KWritesSuperBlocksWhereRowsAreWhole) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("rtn_q4_k.gguf");
+  auto report = quantize_model(job_for(out.string(), "rtn", "q4_k", false), test_registry());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->weights.size(), 30u * 7u);
+  int k_weights = 0;
+  for (const auto& w : report->weights) {
+    const bool whole = w.cols % 256 == 0;
+    EXPECT_EQ(w.written_type, whole ? "q4_k" : "q5_0") << w.name;
+    EXPECT_EQ(whole, w.name.find("ffn_down") != std::string::npos) << w.name;
+    k_weights += whole;
+    EXPECT_LT(w.relative_error, 0.02) << w.name;
+  }
+  EXPECT_EQ(k_weights, 30);
+  auto written = open_model(out.string());
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 14);
+  for (const TensorRef& t : (*written)->tensors()) {
+    if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q4_k) << t.name;
+    if (t.name.find("attn_q.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q5_0) << t.name;
+  }
+  EXPECT_FALSE(greedy_text(out).empty());
+}
+
 // AWQ, calibrated on a short text, into Q8_0, where rounding barely matters:
 // the file must score as plain rounding's Q8_0 does. The scales change every
 // norm and most weights, and only a fold that leaves the model's function as

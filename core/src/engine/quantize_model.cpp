@@ -54,8 +54,20 @@ std::optional<uint32_t> llama_file_type(DType type) {
     case DType::q8_0: return 7;
     case DType::q5_0: return 8;
     case DType::q5_1: return 9;
+    case DType::q4_k: return 14;  // Q4_K_S: Q4_K wherever rows are whole super-blocks
+    case DType::q5_k: return 16;  // Q5_K_S
     default: return std::nullopt;
   }
+}
+
+// The type the job wrote its weights in: a K type where any weight holds it
+// (the others are its fallbacks for rows that are not whole super-blocks, as
+// in llama-quantize's files), else the one type every weight holds.
+std::optional<DType> written_type(const std::map<std::string, QuantizedWeight>& done) {
+  if (done.empty()) return std::nullopt;
+  for (const auto& [name, weight] : done)
+    if (weight.dtype == DType::q4_k || weight.dtype == DType::q5_k) return weight.dtype;
+  return done.begin()->second.dtype;
 }
 
 // One weight the job quantizes, with the Linear standing in for it.
@@ -288,9 +300,10 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
   // general.file_type names llama.cpp's file types; a format it has none for
   // (INT8 W8A8) drops the input's rather than keep a false one.
-  const bool llama_type = !done.empty() && llama_file_type(done.begin()->second.dtype).has_value();
+  const std::optional<DType> type = written_type(done);
+  const std::optional<uint32_t> file_type = type ? llama_file_type(*type) : std::nullopt;
   for (const auto& [key, value] : input.metadata()) {
-    if (key == "general.file_type" && !done.empty() && !llama_type) continue;
+    if (key == "general.file_type" && type && !file_type) continue;
     writer.set(key, value);
   }
   for (const auto& t : input.tensors()) {
@@ -317,9 +330,7 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
       }
     }
   }
-  if (!done.empty()) {
-    if (const auto ftype = llama_file_type(done.begin()->second.dtype)) writer.set_u32("general.file_type", *ftype);
-  }
+  if (file_type) writer.set_u32("general.file_type", *file_type);
   writer.set_string("tessera.quantize.method", job.spec.method);
   writer.set_string("tessera.quantize.format", job.spec.format);
   if (job.spec.method == "gptq") {
@@ -382,6 +393,7 @@ nlohmann::json QuantizeReport::to_json() const {
   for (const auto& w : weights)
     per_weight.push_back({{"name", w.name},
                           {"source_type", w.source_type},
+                          {"written_type", w.written_type},
                           {"shape", {w.rows, w.cols}},
                           {"relative_error", w.relative_error},
                           {"rounding_relative_error", w.rounding_relative_error},
@@ -567,8 +579,9 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
         }
         for (const TensorRef& view : views) kept_parts.push_back(&view);
       }
-      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), w.shape[0], w.shape[1], kept.relative_error,
-                                kept.rounding_relative_error, t->linear->observed_rows()});
+      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
+                                w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
+                                t->linear->observed_rows()});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
       report.quantized_bytes += kept.data.size();
 

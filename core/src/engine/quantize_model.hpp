@@ -47,6 +47,7 @@ struct QuantizeJob {
 struct QuantizedWeightReport {
   std::string name;
   std::string source_type;  // as stored in the input
+  std::string written_type;  // as stored in the output (a K format's fallback where rows are not whole super-blocks)
   int64_t rows = 0;
   int64_t cols = 0;
   double relative_error = 0;           // QuantizedWeight::relative_error

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "blocks.hpp"
 #include "reference.hpp"
@@ -42,21 +43,68 @@ BlockGrid min_max_grid(const float* x, int top) {
   return g;
 }
 
-}  // namespace
-
-int BlockGrid::index(float x) const {
-  if (d == 0.0f) return empty_q;
-  const float q = std::nearbyint((x - m) / d);
-  if (!(q >= static_cast<float>(bottom))) return bottom;  // also NaN
-  return q > static_cast<float>(top) ? top : static_cast<int>(q);
+// Q4_K/Q5_K: the 8 sub-blocks' steps and minima over `top` levels, as
+// 6-bit multiples of the super-block's D and Dmin.
+void k_grids(const float* x, int top, BlockGrid* grids) {
+  constexpr int kSubBlocks = kSuperBlock / kBlock;
+  float step[kSubBlocks], neg_min[kSubBlocks];
+  float max_step = 0.0f, max_neg_min = 0.0f;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const auto [lo, hi] = std::minmax_element(x + kBlock * j, x + kBlock * (j + 1));
+    const float min = std::min(*lo, 0.0f);  // the format subtracts a minimum, never adds one
+    step[j] = (*hi - min) / static_cast<float>(top);
+    neg_min[j] = -min;
+    max_step = std::max(max_step, step[j]);
+    max_neg_min = std::max(max_neg_min, neg_min[j]);
+  }
+  const float d = stored(max_step / 63.0f);
+  const float dmin = stored(max_neg_min / 63.0f);
+  auto six_bits = [](float v, float unit) {
+    return static_cast<uint8_t>(std::clamp(unit > 0 ? static_cast<int>(std::nearbyint(v / unit)) : 0, 0, 63));
+  };
+  for (int j = 0; j < kSubBlocks; ++j) {
+    BlockGrid& g = grids[j];
+    g.super_d = d;
+    g.super_dmin = dmin;
+    g.k_scale = six_bits(step[j], d);
+    g.k_min = six_bits(neg_min[j], dmin);
+    g.d = d * static_cast<float>(g.k_scale);  // as the dequantizers compute them
+    g.m = -(dmin * static_cast<float>(g.k_min));
+    g.bottom = 0;
+    g.top = top;
+    g.empty_q = 0;
+  }
 }
 
-bool has_block_grid(DType type) {
-  return type == DType::q4_0 || type == DType::q4_1 || type == DType::q5_0 || type == DType::q5_1 ||
-         type == DType::q8_0;
+// One Q4_K or Q5_K super-block from its 8 grids and 256 indices.
+template <typename Block>
+void pack_k(const BlockGrid* grids, const int* q, Block* b) {
+  constexpr int kSubBlocks = kSuperBlock / kBlock;
+  uint8_t sc[kSubBlocks], mn[kSubBlocks];
+  for (int j = 0; j < kSubBlocks; ++j) {
+    sc[j] = grids[j].k_scale;
+    mn[j] = grids[j].k_min;
+  }
+  b->d = f32_to_f16(grids[0].super_d);
+  b->dmin = f32_to_f16(grids[0].super_dmin);
+  pack_k4_scales(sc, mn, b->scales);
+  // Chunk c of 64: its first 32 in the low nibbles of qs[32c ..], its last 32 in the high.
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      b->qs[32 * c + l] = static_cast<uint8_t>((q[64 * c + l] & 0x0F) | ((q[64 * c + 32 + l] & 0x0F) << 4));
+  if constexpr (std::is_same_v<Block, BlockQ5K>) {
+    std::memset(b->qh, 0, sizeof(b->qh));
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        b->qh[l] = static_cast<uint8_t>(b->qh[l] | ((q[64 * c + l] >> 4) << (2 * c)) |
+                                        ((q[64 * c + 32 + l] >> 4) << (2 * c + 1)));
+      }
+    }
+  }
 }
 
-BlockGrid choose_block_grid(DType type, const float* x) {
+// The legacy formats' grid for one block x[32].
+BlockGrid legacy_grid(DType type, const float* x) {
   switch (type) {
     case DType::q4_0: return symmetric_grid(x, 8);
     case DType::q5_0: return symmetric_grid(x, 16);
@@ -77,7 +125,32 @@ BlockGrid choose_block_grid(DType type, const float* x) {
   }
 }
 
-void pack_block(DType type, const BlockGrid& grid, const int* q, void* block) {
+}  // namespace
+
+int BlockGrid::index(float x) const {
+  if (d == 0.0f) return empty_q;
+  const float q = std::nearbyint((x - m) / d);
+  if (!(q >= static_cast<float>(bottom))) return bottom;  // also NaN
+  return q > static_cast<float>(top) ? top : static_cast<int>(q);
+}
+
+bool has_block_grid(DType type) {
+  return type == DType::q4_0 || type == DType::q4_1 || type == DType::q5_0 || type == DType::q5_1 ||
+         type == DType::q8_0 || type == DType::q4_k || type == DType::q5_k;
+}
+
+int grid_span(DType type) { return type == DType::q4_k || type == DType::q5_k ? kSuperBlock : kBlock; }
+
+void choose_grids(DType type, const float* x, BlockGrid* grids) {
+  switch (type) {
+    case DType::q4_k: k_grids(x, 15, grids); return;
+    case DType::q5_k: k_grids(x, 31, grids); return;
+    default: grids[0] = legacy_grid(type, x); return;
+  }
+}
+
+void pack_span(DType type, const BlockGrid* grids, const int* q, void* block) {
+  const BlockGrid& grid = grids[0];
   switch (type) {
     case DType::q4_0: {
       auto* b = static_cast<BlockQ4_0*>(block);
@@ -111,6 +184,8 @@ void pack_block(DType type, const BlockGrid& grid, const int* q, void* block) {
       for (int j = 0; j < kBlock; ++j) b->qs[j] = static_cast<int8_t>(q[j] - 128);
       return;
     }
+    case DType::q4_k: pack_k(grids, q, static_cast<BlockQ4K*>(block)); return;
+    case DType::q5_k: pack_k(grids, q, static_cast<BlockQ5K*>(block)); return;
     default: return;
   }
 }

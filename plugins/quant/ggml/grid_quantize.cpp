@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "blocks.hpp"
 
@@ -47,13 +48,15 @@ Result<Eigen::MatrixXf> inverse_cholesky(Eigen::MatrixXf h, double damp) {
 }  // namespace
 
 std::vector<std::byte> GridWeights::pack() const {
+  const int span = grid_span(type);
   const uint64_t block_bytes = dtype_info(type).block_bytes;
-  std::vector<std::byte> out(static_cast<size_t>(rows * (cols / kBlock) * block_bytes));
-  int idx[kBlock];
+  std::vector<std::byte> out(static_cast<size_t>(rows * (cols / span) * block_bytes));
+  std::vector<int> idx(static_cast<size_t>(span));
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < cols / kBlock; ++b) {
-      for (int j = 0; j < kBlock; ++j) idx[j] = q[static_cast<size_t>(r * cols + b * kBlock + j)];
-      pack_block(type, grid(r, b * kBlock), idx, out.data() + (r * (cols / kBlock) + b) * block_bytes);
+    for (int64_t b = 0; b < cols / span; ++b) {
+      for (int j = 0; j < span; ++j) idx[static_cast<size_t>(j)] = q[static_cast<size_t>(r * cols + b * span + j)];
+      pack_span(type, &grids[static_cast<size_t>(r * (cols / kBlock) + b * span / kBlock)], idx.data(),
+                out.data() + (r * (cols / span) + b) * block_bytes);
     }
   }
   return out;
@@ -65,13 +68,15 @@ void GridWeights::values(float* out) const {
 }
 
 GridWeights round_to_nearest(DType type, const float* w, int64_t rows, int64_t cols) {
+  const int span = grid_span(type);
   GridWeights g = empty_weights(type, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+    for (int64_t c0 = 0; c0 < cols; c0 += span) {
       const float* x = w + r * cols + c0;
-      BlockGrid& grid = g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)];
-      grid = choose_block_grid(type, x);
-      for (int j = 0; j < kBlock; ++j) g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(grid.index(x[j]));
+      BlockGrid* grids = &g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)];
+      choose_grids(type, x, grids);
+      for (int j = 0; j < span; ++j)
+        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(grids[j / kBlock].index(x[j]));
     }
   }
   return g;
@@ -84,6 +89,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
                     " for " + std::to_string(cols) + " input columns");
   GridWeights out = empty_weights(type, rows, cols);
   const int64_t groups = cols / kBlock;
+  const int span = grid_span(type);  // columns whose grids are chosen together
 
   Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
   for (int64_t i = 0; i < cols; ++i) {
@@ -97,8 +103,8 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return h(a, a) > h(b, b); });
     // Static groups: every grid from the original weights.
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t g = 0; g < groups; ++g)
-        out.grids[static_cast<size_t>(r * groups + g)] = choose_block_grid(type, w + r * cols + g * kBlock);
+      for (int64_t c0 = 0; c0 < cols; c0 += span)
+        choose_grids(type, w + r * cols + c0, &out.grids[static_cast<size_t>(r * groups + c0 / kBlock)]);
   }
 
   // Columns and Hessian in quantization order; W column-major so a column is contiguous.
@@ -113,19 +119,19 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
   if (!factor.ok()) return factor.status();
   const Eigen::MatrixXf& u = *factor;
 
-  const int64_t block = std::max<int64_t>(kBlock, settings.block_columns / kBlock * kBlock);
-  float group_values[kBlock];
+  const int64_t block = std::max<int64_t>(span, settings.block_columns / span * span);
+  std::vector<float> span_values(static_cast<size_t>(span));
   for (int64_t i1 = 0; i1 < cols; i1 += block) {
     const int64_t i2 = std::min(cols, i1 + block);
     Eigen::MatrixXf errors(rows, i2 - i1);
     for (int64_t k = i1; k < i2; ++k) {
       const int64_t column = order[static_cast<size_t>(k)];
       const int64_t group = column / kBlock;
-      if (!settings.act_order && column % kBlock == 0) {
-        // Blocks are whole groups, so the group's columns have every update so far.
+      if (!settings.act_order && column % span == 0) {
+        // Blocks are whole spans, so the span's columns have every update so far.
         for (int64_t r = 0; r < rows; ++r) {
-          for (int j = 0; j < kBlock; ++j) group_values[j] = work(r, k + j);
-          out.grids[static_cast<size_t>(r * groups + group)] = choose_block_grid(type, group_values);
+          for (int j = 0; j < span; ++j) span_values[static_cast<size_t>(j)] = work(r, k + j);
+          choose_grids(type, span_values.data(), &out.grids[static_cast<size_t>(r * groups + group)]);
         }
       }
       const float diagonal = u(k, k);
@@ -146,32 +152,48 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
 GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
                                      const Eigen::MatrixXf& hessian) {
   constexpr int kCandidates = 10;  // r = 1 - i / 20
+  const int span = grid_span(type);
+  const int groups_per_span = span / kBlock;
   GridWeights g = empty_weights(type, rows, cols);
   const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
-  float clamped[kBlock];
+  std::vector<float> clamped(static_cast<size_t>(span));
+  std::vector<BlockGrid> grids(static_cast<size_t>(groups_per_span));
+  std::vector<int> best_candidate(static_cast<size_t>(groups_per_span));
   Eigen::Matrix<float, kBlock, 1> error;
-  for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-    const Eigen::Matrix<float, kBlock, kBlock> h_block = h.block<kBlock, kBlock>(c0, c0);
+  for (int64_t c0 = 0; c0 < cols; c0 += span) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* x = w + r * cols + c0;
-      float amax = 0.0f;
-      for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-      BlockGrid best_grid = choose_block_grid(type, x);
-      float best_loss = std::numeric_limits<float>::infinity();
-      for (int i = 0; i < kCandidates; ++i) {
-        const float limit = amax * (1.0f - static_cast<float>(i) / 20.0f);
-        for (int j = 0; j < kBlock; ++j) clamped[j] = std::clamp(x[j], -limit, limit);
-        const BlockGrid grid = choose_block_grid(type, clamped);
-        for (int j = 0; j < kBlock; ++j) error[j] = x[j] - grid.value(grid.index(x[j]));
-        const float loss = error.dot(h_block * error);
-        if (loss < best_loss) {
-          best_loss = loss;
-          best_grid = grid;
+      std::copy(x, x + span, clamped.begin());
+      // Group by group, each clamped at the candidate least costly on its own
+      // share of the output; a K format's later groups are searched with the
+      // earlier ones' choices in place (they share the super-block's scales).
+      for (int b = 0; b < groups_per_span; ++b) {
+        const float* xb = x + b * kBlock;
+        float* cb = clamped.data() + b * kBlock;
+        const Eigen::Matrix<float, kBlock, kBlock> h_block = h.block<kBlock, kBlock>(c0 + b * kBlock, c0 + b * kBlock);
+        float amax = 0.0f;
+        for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        float best_loss = std::numeric_limits<float>::infinity();
+        for (int i = 0; i < kCandidates; ++i) {
+          const float limit = amax * (1.0f - static_cast<float>(i) / 20.0f);
+          for (int j = 0; j < kBlock; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
+          choose_grids(type, clamped.data(), grids.data());
+          const BlockGrid& grid = grids[static_cast<size_t>(b)];
+          for (int j = 0; j < kBlock; ++j) error[j] = xb[j] - grid.value(grid.index(xb[j]));
+          const float loss = error.dot(h_block * error);
+          if (loss < best_loss) {  // the first on ties: unreached inputs keep r = 1
+            best_loss = loss;
+            best_candidate[static_cast<size_t>(b)] = i;
+          }
         }
+        const float limit = amax * (1.0f - static_cast<float>(best_candidate[static_cast<size_t>(b)]) / 20.0f);
+        for (int j = 0; j < kBlock; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
       }
-      g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)] = best_grid;
-      for (int j = 0; j < kBlock; ++j)
-        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(best_grid.index(x[j]));
+      BlockGrid* out = &g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)];
+      choose_grids(type, clamped.data(), out);
+      // Every weight, clamped or not, rounds to its nearest grid value.
+      for (int j = 0; j < span; ++j)
+        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(out[j / kBlock].index(x[j]));
     }
   }
   return g;

@@ -1,5 +1,6 @@
-// grid_quantize.hpp: a weight matrix put onto the grids of a legacy block
-// format (block_grid.hpp), by rounding to nearest or by GPTQ.
+// grid_quantize.hpp: a weight matrix put onto the grids of a GGUF block
+// format (block_grid.hpp: the legacy formats, Q4_K and Q5_K), by rounding to
+// nearest, by GPTQ, or with AWQ's clipping search.
 //
 // GPTQ (Frantar et al., 2022, "GPTQ: Accurate Post-Training Quantization for
 // Generative Pre-trained Transformers") quantizes the input columns one at a
@@ -12,7 +13,8 @@
 // block format's groups are fixed runs of 32 columns, so with act-order every
 // group's grid is chosen up front from the original weights (the reference's
 // "static groups"); without it, from the updated weights when the group's
-// first column is reached. Input channels never seen in calibration (H
+// first column is reached; for Q4_K/Q5_K, whose 8 groups of a super-block
+// share its scales, when the super-block's first column is reached. Input channels never seen in calibration (H
 // diagonal 0) keep their weights and are rounded like the rest: the
 // reference zeroes them, which would erase weights the calibration text
 // merely did not exercise.
@@ -29,7 +31,7 @@
 
 namespace tessera::ggml {
 
-// rows x cols weights as grid indices; cols a multiple of 32.
+// rows x cols weights as grid indices; cols a multiple of grid_span(type).
 struct GridWeights {
   DType type = DType::q4_0;
   int64_t rows = 0;
@@ -62,12 +64,14 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
                          const GptqSettings& settings);
 
 // AWQ's clipping search (Lin et al., 2023, "AWQ: Activation-aware Weight
-// Quantization"): like round_to_nearest, but each block's grid is chosen from
+// Quantization"): like round_to_nearest, but each group's grid is chosen from
 // its weights clamped to ±r·max|w| for the r in 1, 0.95, ..., 0.55 whose
-// rounding error on the block's own share of the output, eᵀ H_bb e with
-// H_bb the block's 32x32 diagonal part of H, is least (the first on ties, so
-// a block the inputs never reached keeps r = 1). Every weight, clamped or not,
-// is rounded to its nearest grid value. hessian: [cols, cols], lower triangle.
+// rounding error on the group's own share of the output, eᵀ H_bb e with
+// H_bb the group's 32x32 diagonal part of H, is least (the first on ties, so
+// a group the inputs never reached keeps r = 1); a K format's groups one
+// after another, each with the earlier ones' r in place. Every weight,
+// clamped or not, is rounded to its nearest grid value. hessian: [cols,
+// cols], lower triangle.
 GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
                                      const Eigen::MatrixXf& hessian);
 

@@ -1,9 +1,11 @@
-// Offline quantizers onto the legacy block grids: packing agrees with the
-// dequantizers, GPTQ reduces to rounding when inputs are uncorrelated and
-// beats it when they are not, and the error it reports is the real one.
+// Offline quantizers onto the block grids (legacy formats, Q4_K, Q5_K):
+// packing agrees with the dequantizers, GPTQ reduces to rounding when inputs
+// are uncorrelated and beats it when they are not, and the error it reports
+// is the real one.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -18,6 +20,8 @@ namespace {
 using testing::random_floats;
 
 constexpr DType kTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0};
+constexpr DType kKTypes[] = {DType::q4_k, DType::q5_k};
+constexpr DType kAllTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0, DType::q4_k, DType::q5_k};
 
 std::string name(DType t) { return std::string(dtype_name(t)); }
 
@@ -91,13 +95,57 @@ TEST(BlockGrid, PackedBytesHoldTheGridValues) {
   }
 }
 
+// Q4_K/Q5_K: a super-block's 8 grids share its D and Dmin. The bytes hold
+// exactly the values the grids give; a sub-block of zeros, one of positive
+// values only (its minimum is 0: the format subtracts minima, never adds)
+// and one of negatives only come through.
+TEST(KGrids, PackedBytesHoldTheGridValues) {
+  constexpr int64_t kRows = 3, kCols = 256 * 2;
+  auto w = random_floats(kRows * kCols, 12);
+  for (int j = 0; j < 32; ++j) w[static_cast<size_t>(32 + j)] = 0.0f;
+  for (int j = 0; j < 32; ++j) w[static_cast<size_t>(64 + j)] = std::fabs(w[static_cast<size_t>(64 + j)]);
+  for (int j = 0; j < 32; ++j) w[static_cast<size_t>(96 + j)] = -std::fabs(w[static_cast<size_t>(96 + j)]);
+  for (int j = 0; j < 256; ++j) w[static_cast<size_t>(kCols + 256 + j)] = 0.0f;  // a whole zero super-block
+  for (DType t : kKTypes) {
+    const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
+    const auto bytes = g.pack();
+    ASSERT_EQ(bytes.size(), dtype_row_bytes(t, kCols) * kRows) << name(t);
+    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
+    for (int64_t r = 0; r < kRows; ++r)
+      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    g.values(from_grid.data());
+    double lost = 0, energy = 0;
+    for (size_t i = 0; i < from_grid.size(); ++i) {
+      ASSERT_EQ(from_bytes[i], from_grid[i]) << name(t) << " element " << i;
+      lost += (from_grid[i] - w[i]) * (from_grid[i] - w[i]);
+      energy += w[i] * w[i];
+    }
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(from_grid[static_cast<size_t>(32 + j)], 0.0f) << name(t);
+    for (int j = 0; j < 256; ++j) EXPECT_EQ(from_grid[static_cast<size_t>(kCols + 256 + j)], 0.0f) << name(t);
+    // 4 bits: a step of 1/15 of each sub-block's range, rounded to 6-bit scales.
+    EXPECT_LT(lost / energy, t == DType::q4_k ? 0.02 : 0.006) << name(t);
+  }
+}
+
+// Rounding to nearest on the Q4_K grid is the test quantizer of reference.hpp,
+// byte for byte: two ways to the same rule, checked against each other.
+TEST(KGrids, RoundToNearestIsTheReferenceQ4_K) {
+  constexpr int64_t kRows = 4, kCols = 256 * 3;
+  const auto w = random_floats(kRows * kCols, 13);
+  const auto bytes = round_to_nearest(DType::q4_k, w.data(), kRows, kCols).pack();
+  std::vector<BlockQ4K> reference(static_cast<size_t>(kRows * kCols / 256));
+  quantize_row_q4_k(w.data(), reference.data(), kRows * kCols);
+  ASSERT_EQ(bytes.size(), reference.size() * sizeof(BlockQ4K));
+  EXPECT_EQ(std::memcmp(bytes.data(), reference.data(), bytes.size()), 0);
+}
+
 // With H a multiple of the identity no column's error reaches another: GPTQ
 // is rounding to nearest on the same grids, bit for bit, in either order.
 TEST(Gptq, UncorrelatedInputsMeanRoundToNearest) {
-  constexpr int64_t kRows = 8, kCols = 32 * 6;
+  constexpr int64_t kRows = 8, kCols = 256 * 2;
   const auto w = random_floats(kRows * kCols, 5);
   const Eigen::MatrixXf h = 3.0f * Eigen::MatrixXf::Identity(kCols, kCols);
-  for (DType t : kTypes) {
+  for (DType t : kAllTypes) {
     const auto rtn = round_to_nearest(t, w.data(), kRows, kCols).pack();
     for (bool act_order : {false, true}) {
       auto g = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order});
@@ -112,7 +160,7 @@ TEST(Gptq, CorrelatedInputsLoseLessThanRounding) {
   const auto w = random_floats(kRows * kCols, 21);
   const auto x = correlated_inputs(kInputs, kCols, 22);
   const Eigen::MatrixXf h = hessian_of(x, kCols);
-  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0}) {
+  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q4_k, DType::q5_k}) {
     const auto rtn = round_to_nearest(t, w.data(), kRows, kCols);
     const double rtn_error = relative_error(w.data(), rtn, h);
     for (bool act_order : {false, true}) {
@@ -184,6 +232,52 @@ TEST(Gptq, NeverSeenChannelsAreRounded) {
   EXPECT_EQ(plain->pack(), rtn);
 }
 
+// AWQ's clipping search on the K grids: each sub-block's clamp is searched
+// with the super-block's scales recomputed, and the result loses less than
+// plain rounding on heavy-tailed weights, whose outliers stretch the grids.
+TEST(KGrids, ClippingLosesLessThanRoundingOnHeavyTails) {
+  constexpr int64_t kRows = 24, kCols = 256, kInputs = 512;
+  auto w = random_floats(kRows * kCols, 51);
+  for (size_t i = 0; i < w.size(); i += 37) w[i] *= 6.0f;  // outliers
+  const auto x = correlated_inputs(kInputs, kCols, 52);
+  const Eigen::MatrixXf h = hessian_of(x, kCols);
+  for (DType t : kKTypes) {
+    const double rtn = relative_error(w.data(), round_to_nearest(t, w.data(), kRows, kCols), h);
+    const GridWeights clipped = round_to_nearest_clipped(t, w.data(), kRows, kCols, h);
+    const double error = relative_error(w.data(), clipped, h);
+    EXPECT_LT(error, rtn) << name(t) << ": " << error << " vs " << rtn;
+    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
+    const auto bytes = clipped.pack();
+    for (int64_t r = 0; r < kRows; ++r)
+      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    clipped.values(from_grid.data());
+    EXPECT_EQ(from_bytes, from_grid) << name(t);
+  }
+}
+
+// A K format's weight whose rows are not whole super-blocks (the default
+// model's 576 columns) goes into the fallback llama-quantize uses, and says so.
+TEST(WeightQuantizer, KFormatsFallBackWhereRowsAreNotWholeSuperBlocks) {
+  struct Case {
+    const char* format;
+    int bits;
+    int64_t cols;
+    DType written;
+  };
+  for (const Case& c : {Case{"ggml.q4_k", 4, 512, DType::q4_k}, Case{"ggml.q4_k", 4, 576, DType::q5_0},
+                        Case{"ggml.q5_k", 5, 256, DType::q5_k}, Case{"ggml.q5_k", 5, 96, DType::q5_1}}) {
+    QuantizeSpec spec{.method = "rtn", .format = c.format, .bits = c.bits, .group_size = 32, .symmetric = false};
+    auto wq = make_weight_quantizer(spec, 4, c.cols);
+    ASSERT_TRUE(wq.ok()) << wq.status().message();
+    const auto w = random_floats(4 * c.cols, 61);
+    auto out = (*wq)->quantize(w.data());
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(out->dtype, c.written) << c.format << " " << c.cols;
+    EXPECT_EQ(out->format, "ggml." + name(c.written));
+    EXPECT_EQ(out->data.size(), dtype_row_bytes(c.written, static_cast<uint64_t>(c.cols)) * 4);
+  }
+}
+
 TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
   auto refused = [](QuantizeSpec spec, int64_t cols = 64) {
     auto wq = make_weight_quantizer(spec, 8, cols);
@@ -206,7 +300,9 @@ TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
             "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit asymmetric groups of 32");
   EXPECT_EQ(refused(ok, 48), "ggml.q4_0 holds 4-bit symmetric groups of 32: a weight of 8x48 has rows that are not whole groups");
   EXPECT_NE(refused(with([](QuantizeSpec& s) { s.method = "hqq"; })).find("not 'hqq'"), std::string::npos);
-  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q4_k"; })).find("not 'ggml.q4_k'"), std::string::npos);
+  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q6_k"; })).find("not 'ggml.q6_k'"), std::string::npos);
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.format = "ggml.q4_k"; })),
+            "ggml.q4_k holds 4-bit asymmetric groups of 32; asked for 4-bit symmetric groups of 32");
   EXPECT_EQ(refused(with([](QuantizeSpec& s) {
               s.method = "rtn";
               s.act_order = true;

@@ -76,6 +76,14 @@ void k4_scale_min(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
   }
 }
 
+void pack_k4_scales(const uint8_t* scale, const uint8_t* min, uint8_t* scales) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(scale[j] | ((scale[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(min[j] | ((min[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((scale[j + 4] & 0x0F) | ((min[j + 4] & 0x0F) << 4));
+  }
+}
+
 // Layouts as in blocks.hpp and the dequantizers below: Q4_K/Q5_K chunk c of
 // 64 elements takes its first 32 from the low nibbles of qs[32c ..], its last
 // 32 from the high ones (Q5_K: bit 2c or 2c + 1 of qh[l] on top); Q6_K half h
@@ -302,12 +310,7 @@ void quantize_row_q4_k(const float* x, BlockQ4K* y, int64_t n) {
       sc[j] = static_cast<uint8_t>(std::clamp(d > 0 ? static_cast<int>(std::nearbyint(step[j] / d)) : 0, 0, 63));
       mn[j] = static_cast<uint8_t>(std::clamp(dmin > 0 ? static_cast<int>(std::nearbyint(neg_min[j] / dmin)) : 0, 0, 63));
     }
-    // The inverse of k4_scale_min.
-    for (int j = 0; j < 4; ++j) {
-      y[b].scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-      y[b].scales[j + 4] = static_cast<uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
-      y[b].scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((mn[j + 4] & 0x0F) << 4));
-    }
+    pack_k4_scales(sc, mn, y[b].scales);
     uint8_t q[kSuperBlock];
     for (int j = 0; j < 8; ++j) {
       const float f = d * sc[j], m = dmin * mn[j];

@@ -61,6 +61,9 @@ struct KQuantElement {
 KQuantElement kquant_element(DType type, const void* block, int e);
 // The 6-bit scale and minimum of sub-block j (0..7) of a Q4_K/Q5_K super-block.
 void k4_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min);
+// The inverse of k4_scale_min and k_scales.hpp's unpack_k4_scales: the 8
+// scales and minima (0..63 each) into scales[12].
+void pack_k4_scales(const uint8_t* scale, const uint8_t* min, uint8_t* scales);
 
 // Q4_K and Q6_K weights, for tests and benchmarks (a simple choice of scales,
 // not llama.cpp's search for the best ones). Q4_K: per 32, min = min(x, 0)

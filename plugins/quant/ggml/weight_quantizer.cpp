@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "block_grid.hpp"
 #include "blocks.hpp"
 #include "formats.hpp"
 #include "grid_quantize.hpp"
@@ -13,18 +14,24 @@
 namespace tessera::ggml {
 namespace {
 
-// What each writable format holds: every one groups 32 columns.
+// What each writable format holds: every one groups 32 columns. A K format
+// stores rows of 256-column super-blocks; a weight whose rows are not whole
+// super-blocks is written in `fallback`, as llama-quantize does (Q4_K ->
+// Q5_0, Q5_K -> Q5_1: more bits, never fewer).
 struct FormatShape {
   DType type;
   int bits;
   bool symmetric;
+  DType fallback;
 };
-constexpr std::array<FormatShape, 5> kWritable = {{
-    {DType::q4_0, 4, true},
-    {DType::q4_1, 4, false},
-    {DType::q5_0, 5, true},
-    {DType::q5_1, 5, false},
-    {DType::q8_0, 8, true},
+constexpr std::array<FormatShape, 7> kWritable = {{
+    {DType::q4_0, 4, true, DType::q4_0},
+    {DType::q4_1, 4, false, DType::q4_1},
+    {DType::q5_0, 5, true, DType::q5_0},
+    {DType::q5_1, 5, false, DType::q5_1},
+    {DType::q8_0, 8, true, DType::q8_0},
+    {DType::q4_k, 4, false, DType::q5_0},
+    {DType::q5_k, 5, false, DType::q5_1},
 }};
 
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -70,7 +77,7 @@ class GridWeightQuantizer final : public WeightQuantizer {
       }
       QuantizedWeight out;
       out.dtype = type_;
-      out.format = spec_.format;
+      out.format = "ggml." + std::string(dtype_name(type_));  // the fallback's, where it applies
       out.data = grid.pack();
       const Eigen::Map<const RowMajorMatrix> w(weight, rows_, cols_);
       const double energy = output_energy(w);
@@ -183,8 +190,9 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
   for (const auto& f : kWritable)
     if (type && f.type == *type) shape = &f;
   if (shape == nullptr)
-    return Unsupported("the ggml quant plugin writes ggml.q4_0, ggml.q4_1, ggml.q5_0, ggml.q5_1 and ggml.q8_0, not '" +
-                       spec.format + "'");
+    return Unsupported(
+        "the ggml quant plugin writes ggml.q4_0, ggml.q4_1, ggml.q5_0, ggml.q5_1, ggml.q8_0, ggml.q4_k and ggml.q5_k, "
+        "not '" + spec.format + "'");
   const std::string holds = spec.format + " holds " + std::to_string(shape->bits) + "-bit " +
                             (shape->symmetric ? "symmetric" : "asymmetric") + " groups of 32";
   if (spec.bits != shape->bits || spec.symmetric != shape->symmetric || spec.group_size != kBlock) {
@@ -195,12 +203,13 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
   if (out_features <= 0 || in_features <= 0 || in_features % kBlock != 0)
     return InvalidArgument(holds + ": a weight of " + std::to_string(out_features) + "x" + std::to_string(in_features) +
                            " has rows that are not whole groups");
+  const DType written = in_features % grid_span(*type) == 0 ? *type : shape->fallback;
   if (spec.act_order && spec.method != "gptq") return InvalidArgument("act-order is a GPTQ setting");
   if (spec.search_clipping && spec.method != "awq") return InvalidArgument("the clipping search is an AWQ setting");
   if (!(spec.damp > 0 && spec.damp <= 1)) return InvalidArgument("GPTQ damping must be in (0, 1]");
   try {
     return std::unique_ptr<WeightQuantizer>(
-        std::make_unique<GridWeightQuantizer>(spec, *type, out_features, in_features));
+        std::make_unique<GridWeightQuantizer>(spec, written, out_features, in_features));
   } catch (const std::exception& e) {
     return exception_status(e.what());
   }
