@@ -446,6 +446,21 @@ TEST(Cli, QuantizeKeepsAnExistingOutputAndWritesWithForce) {
   EXPECT_TRUE(files_starting_with(out.parent_path(), "quantized.gguf.tmp").empty());
 }
 
+// --format q4_k: the summary counts the weights that took the fallback, and
+// the file runs.
+TEST(Cli, QuantizeQ4_KSaysWhichWeightsFellBack) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = write_file("q4_k.gguf", "");
+  const auto r = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                             " --format q4_k --force --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("210 weights quantized with rtn into ggml.q4_k"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("written: 30 in q4_k, 180 in q5_0"), std::string::npos) << r.out;
+  const auto run = run_command(kCli + " run " + kQuickstart + " --set model.path=" + out.string() + " --threads 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
+}
+
 TEST(Cli, QuantizeInt8WritesAFileTheEngineRuns) {
   SKIP_WITHOUT_MODEL();
   const fs::path out = write_file("int8.gguf", "");
