@@ -72,6 +72,17 @@ double output_error(const std::vector<float>& w, const std::vector<float>& q, co
   return lost / energy;
 }
 
+// The values the packed bytes of `g` hold, through the format's dequantizer.
+std::vector<float> packed_values(const GridWeights& g) {
+  const auto bytes = g.pack();
+  EXPECT_EQ(bytes.size(), dtype_row_bytes(g.type, static_cast<uint64_t>(g.cols)) * static_cast<uint64_t>(g.rows));
+  std::vector<float> out(static_cast<size_t>(g.rows * g.cols));
+  const uint64_t row_bytes = dtype_row_bytes(g.type, static_cast<uint64_t>(g.cols));
+  for (int64_t r = 0; r < g.rows; ++r)
+    EXPECT_TRUE(dequantize_row(g.type, bytes.data() + r * row_bytes, out.data() + r * g.cols, g.cols));
+  return out;
+}
+
 TEST(BlockGrid, PackedBytesHoldTheGridValues) {
   constexpr int64_t kRows = 3, kCols = 32 * 5;
   auto w = random_floats(kRows * kCols, 11);
@@ -79,11 +90,8 @@ TEST(BlockGrid, PackedBytesHoldTheGridValues) {
   for (int j = 64; j < 96; ++j) w[static_cast<size_t>(j)] = 0.0f;  // an all-zero block: d = 0
   for (DType t : kTypes) {
     const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
-    const auto bytes = g.pack();
-    ASSERT_EQ(bytes.size(), dtype_row_bytes(t, kCols) * kRows) << name(t);
-    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
-    for (int64_t r = 0; r < kRows; ++r)
-      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    const std::vector<float> from_bytes = packed_values(g);
+    std::vector<float> from_grid(kRows * kCols);
     g.values(from_grid.data());
     for (size_t i = 0; i < from_grid.size(); ++i) {
       ASSERT_EQ(from_bytes[i], from_grid[i]) << name(t) << " element " << i;
@@ -108,11 +116,8 @@ TEST(KGrids, PackedBytesHoldTheGridValues) {
   for (int j = 0; j < 256; ++j) w[static_cast<size_t>(kCols + 256 + j)] = 0.0f;  // a whole zero super-block
   for (DType t : kKTypes) {
     const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
-    const auto bytes = g.pack();
-    ASSERT_EQ(bytes.size(), dtype_row_bytes(t, kCols) * kRows) << name(t);
-    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
-    for (int64_t r = 0; r < kRows; ++r)
-      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    const std::vector<float> from_bytes = packed_values(g);
+    std::vector<float> from_grid(kRows * kCols);
     g.values(from_grid.data());
     double lost = 0, energy = 0;
     for (size_t i = 0; i < from_grid.size(); ++i) {
@@ -246,12 +251,9 @@ TEST(KGrids, ClippingLosesLessThanRoundingOnHeavyTails) {
     const GridWeights clipped = round_to_nearest_clipped(t, w.data(), kRows, kCols, h);
     const double error = relative_error(w.data(), clipped, h);
     EXPECT_LT(error, rtn) << name(t) << ": " << error << " vs " << rtn;
-    std::vector<float> from_bytes(kRows * kCols), from_grid(kRows * kCols);
-    const auto bytes = clipped.pack();
-    for (int64_t r = 0; r < kRows; ++r)
-      ASSERT_TRUE(dequantize_row(t, bytes.data() + r * dtype_row_bytes(t, kCols), from_bytes.data() + r * kCols, kCols));
+    std::vector<float> from_grid(kRows * kCols);
     clipped.values(from_grid.data());
-    EXPECT_EQ(from_bytes, from_grid) << name(t);
+    EXPECT_EQ(packed_values(clipped), from_grid) << name(t);
   }
 }
 
