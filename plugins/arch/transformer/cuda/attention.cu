@@ -7,18 +7,13 @@
 // the context length, as in FlashAttention's decode form.
 #include <cuda_runtime.h>
 
+#include "device_math.cuh"
 #include "kernels.hpp"
 
 namespace tessera::transformer::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
 
 // grid: (n_head, n_rows); block: 32 * kWarps.
 template <int PER_LANE>

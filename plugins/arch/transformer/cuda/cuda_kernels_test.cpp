@@ -149,6 +149,94 @@ TEST_P(WeightFormats, MatvecMatchesDoubleSumsOfTheReference) {
   }
 }
 
+// The fused launches the forward uses against the plain chain they replace,
+// on the GPU, bit for bit: three products in one launch (and, where the
+// formats differ, the fallback), a product added into its output (the
+// residual), and gate and up with SwiGLU in one launch; for 1 and 11 rows.
+TEST_P(WeightFormats, FusedProductsAreThePlainChainBitForBit) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  const DType type = GetParam();
+  const int64_t cols = 512, rows_a = 37, rows_b = 13;
+  const std::vector<uint8_t> wa = random_matrix(type, rows_a, cols, 21), wb = random_matrix(type, rows_b, cols, 22),
+                             wc = random_matrix(type, rows_b, cols, 23);
+  const DType other = type == DType::q8_0 ? DType::q4_0 : DType::q8_0;
+  const std::vector<uint8_t> wd = random_matrix(other, rows_b, cols, 24);
+  const DeviceBuffer da = to_device(wa), db = to_device(wb), dc = to_device(wc), dd = to_device(wd);
+  const DeviceMatrix a = view(da, type, rows_a, cols), b = view(db, type, rows_b, cols), c = view(dc, type, rows_b, cols),
+                     d = view(dd, other, rows_b, cols);
+  const std::vector<float> bias = random_floats(static_cast<size_t>(rows_b), 25);
+  const DeviceBuffer dbias = to_device(bias);
+  auto buffer = [](int64_t n) { return DeviceBuffer(static_cast<size_t>(n) * sizeof(float)); };
+  for (const int64_t n : {1, 11}) {
+    SCOPED_TRACE("rows " + std::to_string(n));
+    const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), 26);
+    const DeviceBuffer dx = to_device(x);
+
+    for (const DeviceMatrix& third : {c, d}) {  // one launch, then the mixed-format fallback
+      DeviceBuffer y1 = buffer(n * rows_a), y2 = buffer(n * rows_b), y3 = buffer(n * rows_b);
+      DeviceBuffer z1 = buffer(n * rows_a), z2 = buffer(n * rows_b), z3 = buffer(n * rows_b);
+      const MatvecTarget targets[] = {{a, nullptr, y1.as<float>()}, {b, dbias.as<float>(), y2.as<float>()},
+                                      {third, nullptr, y3.as<float>()}};
+      matvec_group(targets, 3, dx.as<float>(), n, nullptr);
+      matvec(a, dx.as<float>(), z1.as<float>(), n, nullptr, nullptr);
+      matvec(b, dx.as<float>(), z2.as<float>(), n, dbias.as<float>(), nullptr);
+      matvec(third, dx.as<float>(), z3.as<float>(), n, nullptr, nullptr);
+      EXPECT_EQ(to_host<float>(y1, static_cast<size_t>(n * rows_a)), to_host<float>(z1, static_cast<size_t>(n * rows_a)));
+      EXPECT_EQ(to_host<float>(y2, static_cast<size_t>(n * rows_b)), to_host<float>(z2, static_cast<size_t>(n * rows_b)));
+      EXPECT_EQ(to_host<float>(y3, static_cast<size_t>(n * rows_b)), to_host<float>(z3, static_cast<size_t>(n * rows_b)));
+    }
+
+    const std::vector<float> resid = random_floats(static_cast<size_t>(n * rows_b), 27, 3.0f);
+    DeviceBuffer fused = to_device(resid), plain = to_device(resid), product = buffer(n * rows_b);
+    matvec(b, dx.as<float>(), fused.as<float>(), n, dbias.as<float>(), nullptr, Store::add);
+    matvec(b, dx.as<float>(), product.as<float>(), n, dbias.as<float>(), nullptr);
+    add(plain.as<float>(), product.as<float>(), n * rows_b, nullptr);
+    EXPECT_EQ(to_host<float>(fused, static_cast<size_t>(n * rows_b)), to_host<float>(plain, static_cast<size_t>(n * rows_b)));
+
+    for (const DeviceMatrix& up : {c, d}) {  // one launch, then the fallback
+      DeviceBuffer out = buffer(n * rows_b), scratch = buffer(n * rows_b), g = buffer(n * rows_b), u = buffer(n * rows_b);
+      matvec_swiglu(b, up, dx.as<float>(), out.as<float>(), n, nullptr, scratch.as<float>());
+      matvec(b, dx.as<float>(), g.as<float>(), n, nullptr, nullptr);
+      matvec(up, dx.as<float>(), u.as<float>(), n, nullptr, nullptr);
+      swiglu(g.as<float>(), u.as<float>(), n * rows_b, nullptr);
+      EXPECT_EQ(to_host<float>(out, static_cast<size_t>(n * rows_b)), to_host<float>(g, static_cast<size_t>(n * rows_b)));
+    }
+  }
+}
+
+// rope_and_store against rope, rope, store_rows, store_rows: the queries and
+// both caches bit for bit, grouped heads, both pairings, 1 and 5 rows at
+// position 3; cache rows outside [3, 3 + rows) untouched.
+TEST(CudaKernels, RopeAndStoreIsThePlainChainBitForBit) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  const int32_t n_head = 6, n_kv = 2, head_dim = 64, first = 3;
+  const int64_t max_pos = 16, kv_width = int64_t(n_kv) * head_dim;
+  const std::vector<float> cos_sin = random_floats(static_cast<size_t>(max_pos * head_dim), 31);
+  const DeviceBuffer dcs = to_device(cos_sin), dpos = to_device(std::vector<int32_t>{first});
+  const std::vector<float> empty_cache = random_floats(static_cast<size_t>(max_pos * kv_width), 35);
+  for (const bool neox : {false, true})
+    for (const int64_t n : {1, 5}) {
+      SCOPED_TRACE(std::string(neox ? "neox" : "adjacent") + " rows " + std::to_string(n));
+      const std::vector<float> q = random_floats(static_cast<size_t>(n * n_head * head_dim), 32);
+      const std::vector<float> k = random_floats(static_cast<size_t>(n * kv_width), 33);
+      const std::vector<float> v = random_floats(static_cast<size_t>(n * kv_width), 34);
+      DeviceBuffer fq = to_device(q), fk = to_device(k), fv = to_device(v), fkc = to_device(empty_cache),
+                   fvc = to_device(empty_cache);
+      DeviceBuffer pq = to_device(q), pk = to_device(k), pv = to_device(v), pkc = to_device(empty_cache),
+                   pvc = to_device(empty_cache);
+      rope_and_store(fq.as<float>(), fk.as<float>(), fv.as<float>(), fkc.as<float>(), fvc.as<float>(), dcs.as<float>(),
+                     dpos.as<int32_t>(), n, n_head, n_kv, head_dim, neox, nullptr);
+      rope(pq.as<float>(), dcs.as<float>(), dpos.as<int32_t>(), n, n_head, head_dim, neox, nullptr);
+      rope(pk.as<float>(), dcs.as<float>(), dpos.as<int32_t>(), n, n_kv, head_dim, neox, nullptr);
+      store_rows(pk.as<float>(), pkc.as<float>(), dpos.as<int32_t>(), n, kv_width, nullptr);
+      store_rows(pv.as<float>(), pvc.as<float>(), dpos.as<int32_t>(), n, kv_width, nullptr);
+      EXPECT_EQ(to_host<float>(fq, q.size()), to_host<float>(pq, q.size()));
+      EXPECT_EQ(to_host<float>(fkc, empty_cache.size()), to_host<float>(pkc, empty_cache.size()));
+      EXPECT_EQ(to_host<float>(fvc, empty_cache.size()), to_host<float>(pvc, empty_cache.size()));
+      EXPECT_EQ(to_host<float>(fk, k.size()), k) << "the keys themselves stay unrotated";
+    }
+}
+
 // Within 2 f32 roundings of the CPU block (both sum squares in double).
 TEST(CudaKernels, RmsNormMatchesTheCpuBlock) {
   TESSERA_SKIP_WITHOUT_GPU();

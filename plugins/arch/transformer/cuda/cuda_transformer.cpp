@@ -140,24 +140,22 @@ struct CudaTransformer::State {
 
     gather_rows(token_embd, ids_dev, n, x, stream);
     for (LayerOnDevice& l : layers) {
+      // Eight launches a layer: the fused ones are bit for bit the plain
+      // chain (matvec ×3, rope ×2, store_rows ×2; matvec + add; matvec ×2 +
+      // swiglu), which cuda_kernels_test checks.
       rms_norm(x, l.attn_norm.as<float>(), h, n, d, eps, stream);
-      matvec(l.q, h, q.as<float>(), n, l.bias_q.as<float>(), stream);
-      matvec(l.k, h, k.as<float>(), n, l.bias_k.as<float>(), stream);
-      matvec(l.v, h, v.as<float>(), n, l.bias_v.as<float>(), stream);
-      rope(q.as<float>(), cos_sin.as<float>(), pos, n, n_head, hd, neox, stream);
-      rope(k.as<float>(), cos_sin.as<float>(), pos, n, n_kv, hd, neox, stream);
-      store_rows(k.as<float>(), l.k_cache.as<float>(), pos, n, c.kv_dim(), stream);
-      store_rows(v.as<float>(), l.v_cache.as<float>(), pos, n, c.kv_dim(), stream);
+      const MatvecTarget qkv[] = {{l.q, l.bias_q.as<float>(), q.as<float>()},
+                                  {l.k, l.bias_k.as<float>(), k.as<float>()},
+                                  {l.v, l.bias_v.as<float>(), v.as<float>()}};
+      matvec_group(qkv, 3, h, n, stream);
+      rope_and_store(q.as<float>(), k.as<float>(), v.as<float>(), l.k_cache.as<float>(), l.v_cache.as<float>(),
+                     cos_sin.as<float>(), pos, n, n_head, n_kv, hd, neox, stream);
       attention(q.as<float>(), l.k_cache.as<float>(), l.v_cache.as<float>(), attn.as<float>(), pos, n, n_head, n_kv,
                 hd, scale, stream);
-      matvec(l.o, attn.as<float>(), h, n, l.bias_o.as<float>(), stream);
-      add(x, h, n * d, stream);
+      matvec(l.o, attn.as<float>(), x, n, l.bias_o.as<float>(), stream, Store::add);
       rms_norm(x, l.ffn_norm.as<float>(), h, n, d, eps, stream);
-      matvec(l.gate, h, gate.as<float>(), n, nullptr, stream);
-      matvec(l.up, h, up.as<float>(), n, nullptr, stream);
-      swiglu(gate.as<float>(), up.as<float>(), n * c.n_ff, stream);
-      matvec(l.down, gate.as<float>(), h, n, nullptr, stream);
-      add(x, h, n * d, stream);
+      matvec_swiglu(l.gate, l.up, h, gate.as<float>(), n, stream, up.as<float>());
+      matvec(l.down, gate.as<float>(), x, n, nullptr, stream, Store::add);
     }
     const int64_t rows = every_row_logits ? n : 1;
     const float* last = x + (n - rows) * d;

@@ -27,9 +27,34 @@ struct DeviceMatrix {
   int64_t rows = 0, cols = 0, row_bytes = 0;
 };
 
-// y[r, o] = sum_i x[r, i] * W[o, i] (+ bias[o]) for r < n_rows.
+// What a product does with its output: overwrite it, or add to it (the
+// residual add fused into the output and down projections).
+enum class Store { overwrite, add };
+
+// y[r, o] = sum_i x[r, i] * W[o, i] (+ bias[o]) for r < n_rows; with
+// Store::add, y[r, o] += that (rounded as y + (sum + bias)).
 // x: [n_rows, W.cols], y: [n_rows, W.rows], bias: [W.rows] or nullptr.
-void matvec(const DeviceMatrix& w, const float* x, float* y, int64_t n_rows, const float* bias, cudaStream_t stream);
+void matvec(const DeviceMatrix& w, const float* x, float* y, int64_t n_rows, const float* bias, cudaStream_t stream,
+            Store store = Store::overwrite);
+
+// One product of the shared activation rows: y = x·Wᵀ + bias.
+struct MatvecTarget {
+  DeviceMatrix w;
+  const float* bias = nullptr;  // [w.rows] or nullptr
+  float* y = nullptr;           // [n_rows, w.rows]
+};
+
+// targets[0..count) as matvec computes each, bit for bit, in one launch (the
+// Q, K and V projections) when they share format and width and count <= 3;
+// otherwise one matvec each.
+void matvec_group(const MatvecTarget* targets, int count, const float* x, int64_t n_rows, cudaStream_t stream);
+
+// out = swiglu(x·Gᵀ, x·Uᵀ): the gate and up projections and SwiGLU in one
+// launch, bit for bit matvec, matvec, swiglu. Where gate and up differ in
+// format or shape it runs those three, using up_scratch ([n_rows, up.rows]).
+// x: [n_rows, cols], out: [n_rows, gate.rows].
+void matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, float* out, int64_t n_rows,
+                   cudaStream_t stream, float* up_scratch);
 
 // out[r, :] = W[ids[r], :] dequantized. ids: [n] (device), out: [n, W.cols].
 void gather_rows(const DeviceMatrix& w, const int32_t* ids, int64_t n, float* out, cudaStream_t stream);
@@ -47,6 +72,14 @@ void rope(float* x, const float* cos_sin, const int32_t* position, int64_t n_row
 // cache[*position + r, :] = rows[r, :] for r < n_rows. rows: [n_rows, width]; cache: [max positions, width].
 void store_rows(const float* rows, float* cache, const int32_t* position, int64_t n_rows, int64_t width,
                 cudaStream_t stream);
+
+// rope(q), rope(k), store_rows(k, k_cache), store_rows(v, v_cache) in one
+// launch, with the same arithmetic; k itself is left unrotated (the rotated
+// keys go only to the cache). q: [n_rows, n_head, head_dim]; k, v: [n_rows,
+// n_kv_head, head_dim]; caches: [max positions, n_kv_head, head_dim].
+void rope_and_store(float* q, const float* k, const float* v, float* k_cache, float* v_cache, const float* cos_sin,
+                    const int32_t* position, int64_t n_rows, int32_t n_head, int32_t n_kv_head, int32_t head_dim,
+                    bool neox, cudaStream_t stream);
 
 // Causal attention of query rows at positions *position + r over the cached
 // keys and values of positions [0, *position + r]. q, out: [n_rows, n_head,

@@ -5,6 +5,7 @@
 // RopeTable's own cos/sin, so the two paths differ only in summation order.
 #include <cuda_runtime.h>
 
+#include "device_math.cuh"
 #include "kernels.hpp"
 
 namespace tessera::transformer::cuda {
@@ -32,21 +33,58 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * inv_rms * weight[i];
 }
 
+// Rotates pair `pair` of one head vector at sequence position `pos`, read
+// from src and written to dst (the same vector, or its cache row).
+__device__ __forceinline__ void rope_pair(const float* src, float* dst, const float* __restrict__ cos_sin, int64_t pos,
+                                          int32_t pair, int32_t head_dim, bool neox) {
+  const int32_t half = head_dim / 2;
+  const float c = cos_sin[pos * head_dim + pair], s = cos_sin[pos * head_dim + half + pair];
+  const int32_t ia = neox ? pair : 2 * pair, ib = neox ? pair + half : 2 * pair + 1;
+  float a = src[ia], b = src[ib];
+  rotate_pair(a, b, c, s);
+  dst[ia] = a;
+  dst[ib] = b;
+}
+
 // One thread per (row, head, pair).
 __global__ void rope_kernel(float* __restrict__ x, const float* __restrict__ cos_sin, const int32_t* position,
                             int64_t n_rows, int32_t n_heads, int32_t head_dim, bool neox) {
   const int32_t half = head_dim / 2;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_rows * n_heads * half) return;
-  const int32_t pair = static_cast<int32_t>(i % half);
   const int64_t head = i / half;  // row * n_heads + h
-  const int64_t pos = *position + head / n_heads;
-  const float c = cos_sin[pos * head_dim + pair], s = cos_sin[pos * head_dim + half + pair];
   float* v = x + head * head_dim;
-  const int32_t ia = neox ? pair : 2 * pair, ib = neox ? pair + half : 2 * pair + 1;
-  const float a = v[ia], b = v[ib];
-  v[ia] = a * c - b * s;
-  v[ib] = a * s + b * c;
+  rope_pair(v, v, cos_sin, *position + head / n_heads, static_cast<int32_t>(i % half), head_dim, neox);
+}
+
+// One thread per item: the query pairs (n_rows * n_head * half, rotated in
+// place), then the key pairs (n_rows * n_kv * half, rotated into the key
+// cache), then the values (n_rows * n_kv * head_dim, copied into the value
+// cache). Row r's cache row is *position + r.
+__global__ void rope_and_store_kernel(float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                                      float* __restrict__ k_cache, float* __restrict__ v_cache,
+                                      const float* __restrict__ cos_sin, const int32_t* position, int64_t n_rows,
+                                      int32_t n_head, int32_t n_kv, int32_t head_dim, bool neox) {
+  const int32_t half = head_dim / 2;
+  const int64_t q_items = n_rows * n_head * half, k_items = n_rows * n_kv * half;
+  const int64_t kv_width = int64_t(n_kv) * head_dim;
+  const int64_t first = *position;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < q_items) {
+    const int64_t head = i / half;  // row * n_head + h
+    float* vec = q + head * head_dim;
+    rope_pair(vec, vec, cos_sin, first + head / n_head, static_cast<int32_t>(i % half), head_dim, neox);
+    return;
+  }
+  i -= q_items;
+  if (i < k_items) {
+    const int64_t head = i / half;  // row * n_kv + h
+    rope_pair(k + head * head_dim, k_cache + first * kv_width + head * head_dim, cos_sin, first + head / n_kv,
+              static_cast<int32_t>(i % half), head_dim, neox);
+    return;
+  }
+  i -= k_items;
+  if (i < n_rows * kv_width) v_cache[first * kv_width + i] = v[i];
 }
 
 __global__ void store_rows_kernel(const float* __restrict__ rows, float* __restrict__ cache, const int32_t* position,
@@ -58,8 +96,7 @@ __global__ void store_rows_kernel(const float* __restrict__ rows, float* __restr
 __global__ void swiglu_kernel(float* __restrict__ gate, const float* __restrict__ up, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float g = gate[i];
-  gate[i] = g / (1.0f + expf(-g)) * up[i];
+  gate[i] = swiglu_value(gate[i], up[i]);
 }
 
 __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t n) {
@@ -120,6 +157,15 @@ void rope(float* x, const float* cos_sin, const int32_t* position, int64_t n_row
           int32_t head_dim, bool neox, cudaStream_t stream) {
   const int64_t n = n_rows * n_heads * (head_dim / 2);
   if (n > 0) rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, cos_sin, position, n_rows, n_heads, head_dim, neox);
+}
+
+void rope_and_store(float* q, const float* k, const float* v, float* k_cache, float* v_cache, const float* cos_sin,
+                    const int32_t* position, int64_t n_rows, int32_t n_head, int32_t n_kv_head, int32_t head_dim,
+                    bool neox, cudaStream_t stream) {
+  const int64_t n = n_rows * (int64_t(n_head + n_kv_head) * (head_dim / 2) + int64_t(n_kv_head) * head_dim);
+  if (n > 0)
+    rope_and_store_kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, k, v, k_cache, v_cache, cos_sin, position,
+                                                                  n_rows, n_head, n_kv_head, head_dim, neox);
 }
 
 void store_rows(const float* rows, float* cache, const int32_t* position, int64_t n_rows, int64_t width,
