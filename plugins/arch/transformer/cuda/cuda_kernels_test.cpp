@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,18 @@ TEST_P(WeightFormats, FusedProductsAreThePlainChainBitForBit) {
       EXPECT_EQ(to_host<float>(out, static_cast<size_t>(n * rows_b)), to_host<float>(g, static_cast<size_t>(n * rows_b)));
     }
   }
+}
+
+// Shapes the fused products cannot serve are refused before any launch
+// (so this runs without a GPU too): gate and up of different shapes, and
+// grouped matrices of different widths (they share one x).
+TEST(CudaKernels, FusedProductsRefuseMismatchedShapes) {
+  const DeviceMatrix gate{nullptr, WeightFormat::q4_0, 64, 256, 144}, taller{nullptr, WeightFormat::q4_0, 65, 256, 144},
+                     wider{nullptr, WeightFormat::q4_0, 64, 512, 288};
+  EXPECT_THROW(matvec_swiglu(gate, taller, nullptr, nullptr, 1, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(matvec_swiglu(gate, wider, nullptr, nullptr, 1, nullptr, nullptr), std::invalid_argument);
+  const MatvecTarget targets[] = {{gate, nullptr, nullptr}, {wider, nullptr, nullptr}};
+  EXPECT_THROW(matvec_group(targets, 2, nullptr, 1, nullptr), std::invalid_argument);
 }
 
 // rope_and_store against rope, rope, store_rows, store_rows: the queries and

@@ -17,9 +17,11 @@ __device__ __forceinline__ float warp_sum(float v) {
 // SwiGLU of one gate and up value: silu(g) * u.
 __device__ __forceinline__ float swiglu_value(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
-// One RoPE rotation of the pair (a, b) by the angle whose cosine and sine are c and s.
+// One RoPE rotation of the pair (a, b) by the angle whose cosine and sine
+// are c and s. The FMAs are written out so that every kernel rounds alike,
+// whatever contractions the compiler would choose in each.
 __device__ __forceinline__ void rotate_pair(float& a, float& b, float c, float s) {
-  const float ra = a * c - b * s, rb = a * s + b * c;
+  const float ra = fmaf(a, c, -(b * s)), rb = fmaf(a, s, b * c);
   a = ra;
   b = rb;
 }

@@ -45,13 +45,15 @@ struct MatvecTarget {
 };
 
 // targets[0..count) as matvec computes each, bit for bit, in one launch (the
-// Q, K and V projections) when they share format and width and count <= 3;
-// otherwise one matvec each.
+// Q, K and V projections) when they share their format and count <= 3;
+// otherwise one matvec each. Every matrix must have x's width
+// (std::invalid_argument otherwise).
 void matvec_group(const MatvecTarget* targets, int count, const float* x, int64_t n_rows, cudaStream_t stream);
 
 // out = swiglu(x·Gᵀ, x·Uᵀ): the gate and up projections and SwiGLU in one
-// launch, bit for bit matvec, matvec, swiglu. Where gate and up differ in
-// format or shape it runs those three, using up_scratch ([n_rows, up.rows]).
+// launch, bit for bit matvec, matvec, swiglu. gate and up must have one
+// shape (std::invalid_argument otherwise); where their formats differ it runs
+// those three, using up_scratch ([n_rows, up.rows]).
 // x: [n_rows, cols], out: [n_rows, gate.rows].
 void matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, float* out, int64_t n_rows,
                    cudaStream_t stream, float* up_scratch);

@@ -242,10 +242,6 @@ struct MatvecSwigluCall {
   void operator()() const { launch_matvec_swiglu<F>(gate, up, x, out, n_rows, stream); }
 };
 
-bool same_layout(const DeviceMatrix& a, const DeviceMatrix& b) {
-  return a.format == b.format && a.cols == b.cols;
-}
-
 struct GatherCall {
   const DeviceMatrix& w;
   const int32_t* ids;
@@ -265,9 +261,12 @@ void matvec(const DeviceMatrix& w, const float* x, float* y, int64_t n_rows, con
 }
 
 void matvec_group(const MatvecTarget* targets, int count, const float* x, int64_t n_rows, cudaStream_t stream) {
+  for (int t = 1; t < count; ++t)
+    if (targets[t].w.cols != targets[0].w.cols)
+      throw std::invalid_argument("cuda: matvec_group needs matrices of one width (they share x)");
   if (n_rows <= 0 || count <= 0) return;
   bool one_launch = count <= kMaxGroup;
-  for (int t = 1; t < count && one_launch; ++t) one_launch = same_layout(targets[0].w, targets[t].w);
+  for (int t = 1; t < count && one_launch; ++t) one_launch = targets[t].w.format == targets[0].w.format;
   if (!one_launch) {
     for (int t = 0; t < count; ++t) matvec(targets[t].w, x, targets[t].y, n_rows, targets[t].bias, stream);
     return;
@@ -283,8 +282,10 @@ void matvec_group(const MatvecTarget* targets, int count, const float* x, int64_
 
 void matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, float* out, int64_t n_rows,
                    cudaStream_t stream, float* up_scratch) {
+  if (gate.rows != up.rows || gate.cols != up.cols)
+    throw std::invalid_argument("cuda: matvec_swiglu needs gate and up of one shape");
   if (n_rows <= 0) return;
-  if (same_layout(gate, up) && gate.rows == up.rows) {
+  if (gate.format == up.format) {
     with_format(gate.format, MatvecSwigluCall{gate, up, x, out, n_rows, stream});
     return;
   }
