@@ -72,15 +72,16 @@ double output_error(const std::vector<float>& w, const std::vector<float>& q, co
   return lost / energy;
 }
 
-// The values the packed bytes of `g` hold, through the format's dequantizer.
-std::vector<float> packed_values(const GridWeights& g) {
+// out = the values the packed bytes of `g` hold, through the format's
+// dequantizer. Fatal failures (call it under ASSERT_NO_FATAL_FAILURE): a
+// wrong byte count would have the rows read past the bytes.
+void packed_values(const GridWeights& g, std::vector<float>& out) {
   const auto bytes = g.pack();
-  EXPECT_EQ(bytes.size(), dtype_row_bytes(g.type, static_cast<uint64_t>(g.cols)) * static_cast<uint64_t>(g.rows));
-  std::vector<float> out(static_cast<size_t>(g.rows * g.cols));
   const uint64_t row_bytes = dtype_row_bytes(g.type, static_cast<uint64_t>(g.cols));
+  ASSERT_EQ(bytes.size(), row_bytes * static_cast<uint64_t>(g.rows)) << name(g.type);
+  out.assign(static_cast<size_t>(g.rows * g.cols), 0.0f);
   for (int64_t r = 0; r < g.rows; ++r)
-    EXPECT_TRUE(dequantize_row(g.type, bytes.data() + r * row_bytes, out.data() + r * g.cols, g.cols));
-  return out;
+    ASSERT_TRUE(dequantize_row(g.type, bytes.data() + r * row_bytes, out.data() + r * g.cols, g.cols)) << name(g.type);
 }
 
 TEST(BlockGrid, PackedBytesHoldTheGridValues) {
@@ -90,7 +91,8 @@ TEST(BlockGrid, PackedBytesHoldTheGridValues) {
   for (int j = 64; j < 96; ++j) w[static_cast<size_t>(j)] = 0.0f;  // an all-zero block: d = 0
   for (DType t : kTypes) {
     const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
-    const std::vector<float> from_bytes = packed_values(g);
+    std::vector<float> from_bytes;
+    ASSERT_NO_FATAL_FAILURE(packed_values(g, from_bytes));
     std::vector<float> from_grid(kRows * kCols);
     g.values(from_grid.data());
     for (size_t i = 0; i < from_grid.size(); ++i) {
@@ -116,7 +118,8 @@ TEST(KGrids, PackedBytesHoldTheGridValues) {
   for (int j = 0; j < 256; ++j) w[static_cast<size_t>(kCols + 256 + j)] = 0.0f;  // a whole zero super-block
   for (DType t : kKTypes) {
     const GridWeights g = round_to_nearest(t, w.data(), kRows, kCols);
-    const std::vector<float> from_bytes = packed_values(g);
+    std::vector<float> from_bytes;
+    ASSERT_NO_FATAL_FAILURE(packed_values(g, from_bytes));
     std::vector<float> from_grid(kRows * kCols);
     g.values(from_grid.data());
     double lost = 0, energy = 0;
@@ -253,7 +256,9 @@ TEST(KGrids, ClippingLosesLessThanRoundingOnHeavyTails) {
     EXPECT_LT(error, rtn) << name(t) << ": " << error << " vs " << rtn;
     std::vector<float> from_grid(kRows * kCols);
     clipped.values(from_grid.data());
-    EXPECT_EQ(packed_values(clipped), from_grid) << name(t);
+    std::vector<float> from_bytes;
+    ASSERT_NO_FATAL_FAILURE(packed_values(clipped, from_bytes));
+    EXPECT_EQ(from_bytes, from_grid) << name(t);
   }
 }
 
