@@ -11,7 +11,7 @@
 namespace tessera::test {
 
 namespace {
-std::string slurp(const std::filesystem::path& p) {
+std::string read_whole_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
@@ -29,8 +29,8 @@ CommandResult run_command(const std::string& command) {
   const int status = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_whole_file(out);
+  r.err = read_whole_file(err);
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;

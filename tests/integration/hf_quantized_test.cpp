@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kData = fs::path(TESSERA_SOURCE_DIR) / "tests" / "data" / "hf-quantized";
+const fs::path kHfQuantizedData = fs::path(TESSERA_SOURCE_DIR) / "tests" / "data" / "hf-quantized";
 
 struct Checkpoint {
   std::string folder;
@@ -30,14 +30,14 @@ struct Checkpoint {
 class HfQuantizedCheckpoints : public ::testing::TestWithParam<Checkpoint> {};
 
 std::vector<int32_t> heldout_ids() {
-  std::ifstream in(kData / "heldout.txt");
+  std::ifstream in(kHfQuantizedData / "heldout.txt");
   std::vector<int32_t> ids;
   for (int32_t id; in >> id;) ids.push_back(id);
   return ids;
 }
 
 std::unique_ptr<Session> open_checkpoint(const std::string& folder, const std::string& pipeline) {
-  const fs::path model = kData / folder;
+  const fs::path model = kHfQuantizedData / folder;
   EXPECT_TRUE(fs::exists(model)) << model << " is missing: it is checked in (tools/hf-quantized-reference makes it)";
   return open_session(kPipelines / pipeline, {{"model", "path", model.string(), /*verbatim=*/true}});
 }
@@ -60,7 +60,7 @@ double compare_logits(const std::vector<float>& got, const std::vector<float>& w
 
 std::vector<float> expected_logits(const std::string& folder, size_t n) {
   std::vector<float> expected(n);
-  std::ifstream file(kData / (folder + ".logits.f32"), std::ios::binary);
+  std::ifstream file(kHfQuantizedData / (folder + ".logits.f32"), std::ios::binary);
   file.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(n * 4));
   EXPECT_EQ(file.gcount(), static_cast<std::streamsize>(n * 4));
   return expected;
@@ -85,7 +85,7 @@ TEST_P(HfQuantizedCheckpoints, LogitsFollowTransformersOnThePackersWeights) {
 // What the loader made of the packed tensors: one block tensor per Linear
 // under its weight name, the packed ones gone, act-order's column order kept.
 TEST_P(HfQuantizedCheckpoints, EachLinearIsOneBlockTensorUnderItsWeightName) {
-  auto model = open_model((kData / GetParam().folder).string());
+  auto model = open_model((kHfQuantizedData / GetParam().folder).string());
   ASSERT_TRUE(model.ok()) << model.status().message();
   const std::string base = "model.layers.1.mlp.down_proj";
   const TensorRef* weight = (*model)->find(base + ".weight");
@@ -103,7 +103,7 @@ TEST_P(HfQuantizedCheckpoints, EachLinearIsOneBlockTensorUnderItsWeightName) {
 // input to match, and dequantizing it puts the columns back in input order:
 // so W·x from the dequantized weight equals the Linear's output.
 TEST(HfQuantizedActOrder, DequantizedColumnsAreInInputOrderAsTheLinearReadsThem) {
-  auto model = open_model((kData / "gptq-act-order").string());
+  auto model = open_model((kHfQuantizedData / "gptq-act-order").string());
   ASSERT_TRUE(model.ok()) << model.status().message();
   std::vector<std::shared_ptr<Quantizer>> quantizers;
   ASSERT_NO_FATAL_FAILURE(make_quantizers(test_registry(), quantizers));

@@ -327,7 +327,7 @@ double relative_rms(std::span<const float> a, std::span<const float> b) {
 
 size_t argmax(std::span<const float> v) { return static_cast<size_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
-const std::vector<std::string> kPrompts = {
+const std::vector<std::string> kRoundTripPrompts = {
     "What is the capital of France? Answer in one sentence.",
     "Write a Python function that returns the factorial of n.",
     "Name three colours of the rainbow.",
@@ -393,7 +393,7 @@ TEST_F(HfRoundTrip, FolderRunsLikeTheSameF32WeightsInAGguf) {
   folder->reset();
   TESSERA_OPEN_OR_SKIP(gguf_f32, (Overrides{{"model", "path", control.string(), /*verbatim=*/true}}));
   TESSERA_OPEN_OR_SKIP(hf, (Overrides{{"model", "path", dir_.string(), /*verbatim=*/true}}));
-  for (const auto& prompt : kPrompts) {
+  for (const auto& prompt : kRoundTripPrompts) {
     Agreement r;
     ASSERT_NO_FATAL_FAILURE(compare_sessions(*gguf_f32, *hf, prompt, r));
     // Same weights, same kernels; only the order of float additions in RoPE'd
@@ -423,7 +423,7 @@ TEST_F(HfRoundTrip, FolderAgreesWithTheQuantizedGgufSession) {
   SKIP_WITHOUT_MODEL();
   TESSERA_OPEN_OR_SKIP(gguf_q, Overrides{});
   TESSERA_OPEN_OR_SKIP(hf, (Overrides{{"model", "path", dir_.string(), /*verbatim=*/true}}));
-  for (const auto& prompt : kPrompts) {
+  for (const auto& prompt : kRoundTripPrompts) {
     Agreement r;
     ASSERT_NO_FATAL_FAILURE(compare_sessions(*gguf_q, *hf, prompt, r));
     EXPECT_LT(r.worst_relative_rms, 0.35) << prompt;
@@ -449,7 +449,7 @@ TEST_F(HfRoundTrip, Bf16FolderAgreesWithTheF32Folder) {
   }
   TESSERA_OPEN_OR_SKIP(f32, (Overrides{{"model", "path", dir_.string(), /*verbatim=*/true}}));
   TESSERA_OPEN_OR_SKIP(bf16, (Overrides{{"model", "path", bf16_dir.string(), /*verbatim=*/true}}));
-  for (const auto& prompt : kPrompts) {
+  for (const auto& prompt : kRoundTripPrompts) {
     Agreement r;
     ASSERT_NO_FATAL_FAILURE(compare_sessions(*f32, *bf16, prompt, r));
     EXPECT_LT(r.worst_relative_rms, 0.1) << prompt;

@@ -28,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using Overrides = std::vector<PipelineOverride>;
 
-const std::vector<std::string> kPrompts = {
+const std::vector<std::string> kSpeculativePrompts = {
     "Write a Python function that checks whether a string is a palindrome.",
     "Repeat this list twice: apples, pears, plums, cherries, figs, dates.",
     "Explain what a hash table is.",
@@ -116,9 +116,9 @@ Generated generate(Session& session, bool together, int64_t max_tokens = 32) {
     run.stats.steps += scheduler.stats().steps;
   };
   if (together) {
-    go(kPrompts);
+    go(kSpeculativePrompts);
   } else {
-    for (const auto& p : kPrompts) go({p});
+    for (const auto& p : kSpeculativePrompts) go({p});
   }
   return run;
 }
@@ -431,7 +431,7 @@ TEST(Speculative, SamplingWithADraftModelRunsAndRepeatsForASeed) {
   TESSERA_OPEN_OR_SKIP(session, with(Overrides{{"decoding", "plugin", "sampling"}}, draft_model(*plain)));
   const auto run = [&] {
     Scheduler scheduler(*session);
-    for (const auto& p : kPrompts) {
+    for (const auto& p : kSpeculativePrompts) {
       GenerationRequest r = greedy(p, 24);
       r.sampling = seeds_settings();
       r.sampling.seed = 7;

@@ -12,7 +12,7 @@ namespace {
 
 using Overrides = std::vector<PipelineOverride>;
 
-const std::vector<std::string> kPrompts = {
+const std::vector<std::string> kVerificationPrompts = {
     "What is the capital of France?",
     "Write a haiku about memory bandwidth.",
     "List three fruits.",
@@ -45,7 +45,7 @@ std::vector<std::vector<int32_t>> generate(Session& s, DraftProposer* proposer, 
   SchedulerConfig config;
   config.max_draft_tokens = 4;
   Scheduler scheduler(s, config, proposer);
-  for (const auto& p : kPrompts) scheduler.submit(greedy(p, 32));
+  for (const auto& p : kVerificationPrompts) scheduler.submit(greedy(p, 32));
   auto out = scheduler.run();
   EXPECT_TRUE(out.ok()) << out.status().message();
   std::vector<std::vector<int32_t>> ids;
@@ -60,7 +60,7 @@ std::vector<std::vector<int32_t>> generate(Session& s, DraftProposer* proposer, 
 
 void expect_drafts_change_nothing(Session& session) {
   const auto plain = generate(session, nullptr, nullptr);
-  ASSERT_EQ(plain.size(), kPrompts.size());
+  ASSERT_EQ(plain.size(), kVerificationPrompts.size());
   std::map<size_t, std::vector<int32_t>> known;
   for (size_t i = 0; i < plain.size(); ++i) known[i] = plain[i];
   for (int spoil : {0, 3, 1}) {
@@ -97,10 +97,10 @@ TEST(Verification, APipelineMixingAbiMinorsRuns) {
   // Every other plugin of this pipeline is built for the SDK's minor.
   TESSERA_OPEN_OR_SKIP(session, (Overrides{{"decoding", "plugin", "fixture_minor_0"}}));
   const auto ids = generate(*session, nullptr, nullptr);
-  ASSERT_EQ(ids.size(), kPrompts.size());
+  ASSERT_EQ(ids.size(), kVerificationPrompts.size());
   for (const auto& i : ids) EXPECT_EQ(i, std::vector<int32_t>(32, 5)) << "its step() always picks 5";
   std::map<size_t, std::vector<int32_t>> fives;
-  for (size_t i = 0; i < kPrompts.size(); ++i) fives[i] = std::vector<int32_t>(32, 5);
+  for (size_t i = 0; i < kVerificationPrompts.size(); ++i) fives[i] = std::vector<int32_t>(32, 5);
   KnownContinuation proposer(fives, 0);
   EXPECT_EQ(generate(*session, &proposer, nullptr), ids) << "and it verifies drafts through its own step()";
 }

@@ -15,8 +15,8 @@
 namespace tessera {
 namespace {
 
-constexpr size_t kVocab = 4;
-constexpr std::array<double, kVocab> kTarget = {0.1, 0.2, 0.3, 0.4};  // p, at every row
+constexpr size_t kVerifiedVocab = 4;
+constexpr std::array<double, kVerifiedVocab> kTarget = {0.1, 0.2, 0.3, 0.4};  // p, at every row
 
 // Samples from kTarget in step() and exposes it through distribution().
 class TargetStrategy final : public DecodingStrategy {
@@ -27,15 +27,15 @@ class TargetStrategy final : public DecodingStrategy {
     return Status::Ok();
   }
   Status distribution(DecodingContext&, std::span<float> probs) noexcept override {
-    for (size_t i = 0; i < kVocab; ++i) probs[i] = static_cast<float>(kTarget[i]);
+    for (size_t i = 0; i < kVerifiedVocab; ++i) probs[i] = static_cast<float>(kTarget[i]);
     return Status::Ok();
   }
 };
 
 // Chi-square of the observed counts against kTarget, 3 degrees of freedom.
-double chi_square(const std::array<int, kVocab>& counts, int n) {
+double chi_square(const std::array<int, kVerifiedVocab>& counts, int n) {
   double chi = 0;
-  for (size_t i = 0; i < kVocab; ++i) {
+  for (size_t i = 0; i < kVerifiedVocab; ++i) {
     const double expected = kTarget[i] * n;
     chi += (counts[i] - expected) * (counts[i] - expected) / expected;
   }
@@ -48,15 +48,15 @@ constexpr double kChiSquare3At0001 = 16.27;
 
 // The first token a verification emits, over many trials with the draft
 // proposing two tokens drawn from q (passed on, or not).
-std::array<int, kVocab> first_tokens(bool pass_q, int trials) {
-  const std::array<float, kVocab> q = {0.6f, 0.25f, 0.1f, 0.05f};
+std::array<int, kVerifiedVocab> first_tokens(bool pass_q, int trials) {
+  const std::array<float, kVerifiedVocab> q = {0.6f, 0.25f, 0.1f, 0.05f};
   std::vector<float> draft_probs;
   for (int row = 0; row < 2; ++row) draft_probs.insert(draft_probs.end(), q.begin(), q.end());
-  std::vector<float> logits(3 * kVocab, 0.0f);  // unused by TargetStrategy
+  std::vector<float> logits(3 * kVerifiedVocab, 0.0f);  // unused by TargetStrategy
   std::mt19937_64 drafter(7);
   std::discrete_distribution<int32_t> from_q(q.begin(), q.end());
   TargetStrategy strategy;
-  std::array<int, kVocab> counts{};
+  std::array<int, kVerifiedVocab> counts{};
   for (int t = 0; t < trials; ++t) {
     SamplingSettings s;
     s.seed = static_cast<uint64_t>(t);
@@ -92,7 +92,7 @@ TEST(VerifyDraft, VerifyingAsCertainIsExactToo) {
 
 TEST(VerifyDraft, TheCheckCanFail) {
   // Guards the two tests above: emitting the draft's own tokens (q) is far from p.
-  std::array<int, kVocab> q_counts = {12000, 5000, 2000, 1000};
+  std::array<int, kVerifiedVocab> q_counts = {12000, 5000, 2000, 1000};
   EXPECT_GT(chi_square(q_counts, 20000), 1000.0);
 }
 

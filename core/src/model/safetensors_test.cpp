@@ -12,12 +12,12 @@ namespace {
 
 using test::SafetensorsBuilder;
 
-Result<std::shared_ptr<SafetensorsFile>> parse(const std::vector<std::byte>& b) {
+Result<std::shared_ptr<SafetensorsFile>> parse_safetensors(const std::vector<std::byte>& b) {
   return SafetensorsFile::open_memory({b.data(), b.size()}, "bad.safetensors");
 }
 
-void expect_error(const std::vector<std::byte>& bytes, const std::string& fragment) {
-  auto r = parse(bytes);
+void expect_safetensors_error(const std::vector<std::byte>& bytes, const std::string& fragment) {
+  auto r = parse_safetensors(bytes);
   ASSERT_FALSE(r.ok()) << "expected an error containing: " << fragment;
   EXPECT_NE(r.status().message().find("bad.safetensors"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().message();
@@ -29,7 +29,7 @@ TEST(Safetensors, ReadsEverySupportedDtype) {
   b.add("d", "I32", {2}, 8).add("e", "I8", {3}, 3).add("f", "U8", {5}, 5);
   b.header()["__metadata__"] = {{"format", "pt"}};
   const auto bytes = b.bytes();
-  auto r = parse(bytes);
+  auto r = parse_safetensors(bytes);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& f = *r.value();
   EXPECT_EQ(f.tensors().size(), 6u);
@@ -51,23 +51,24 @@ TEST(Safetensors, ReadsEverySupportedDtype) {
 }
 
 TEST(Safetensors, BadHeaders) {
-  expect_error({}, "too short");
+  expect_safetensors_error({}, "too short");
   SafetensorsBuilder ok;
   ok.add("a", "F32", {2}, 8);
-  expect_error(ok.with_header_text("{\"a\": "), "not valid JSON");
-  expect_error(ok.with_header_text("{\"a\": 1e999}"), "not valid JSON");  // nlohmann's out_of_range
-  expect_error(ok.with_header_text("[1, 2]"), "not a JSON object");
+  expect_safetensors_error(ok.with_header_text("{\"a\": "), "not valid JSON");
+  expect_safetensors_error(ok.with_header_text("{\"a\": 1e999}"), "not valid JSON");  // nlohmann's out_of_range
+  expect_safetensors_error(ok.with_header_text("[1, 2]"), "not a JSON object");
   auto huge = ok.bytes();
   const uint64_t n = ~uint64_t{0};
   std::memcpy(huge.data(), &n, 8);
-  expect_error(huge, "header length 18446744073709551615 exceeds");
-  expect_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [2]}})"), "'data_offsets' must be");
-  expect_error(ok.with_header_text(R"({"a": {"shape": [2], "data_offsets": [0, 8]}})"), "missing string 'dtype'");
-  expect_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})"),
+  expect_safetensors_error(huge, "header length 18446744073709551615 exceeds");
+  expect_safetensors_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [2]}})"), "'data_offsets' must be");
+  expect_safetensors_error(ok.with_header_text(R"({"a": {"shape": [2], "data_offsets": [0, 8]}})"),
+                           "missing string 'dtype'");
+  expect_safetensors_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})"),
                "non-negative integers");
-  expect_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})"),
+  expect_safetensors_error(ok.with_header_text(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})"),
                "begin <= end");
-  expect_error(ok.with_header_text(R"({"a": 5})"), "entry is not an object");
+  expect_safetensors_error(ok.with_header_text(R"({"a": 5})"), "entry is not an object");
 }
 
 TEST(Safetensors, OffsetsOutOfRange) {
@@ -75,13 +76,13 @@ TEST(Safetensors, OffsetsOutOfRange) {
   b.add("w", "F32", {2}, 8);
   b.header()["w"]["data_offsets"] = {0, 4096};
   b.header()["w"]["shape"] = {1024};
-  expect_error(b.bytes(), "tensor 'w' data [0, 4096) extends past the 8 bytes of data");
+  expect_safetensors_error(b.bytes(), "tensor 'w' data [0, 4096) extends past the 8 bytes of data");
 }
 
 TEST(Safetensors, UnknownDtype) {
   SafetensorsBuilder b;
   b.add("w", "F8_E4M3", {8}, 8);
-  auto r = parse(b.bytes());
+  auto r = parse_safetensors(b.bytes());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::unsupported);
   EXPECT_NE(r.status().message().find("unsupported dtype 'F8_E4M3'"), std::string::npos) << r.status().message();
@@ -90,14 +91,14 @@ TEST(Safetensors, UnknownDtype) {
 TEST(Safetensors, ShapeSizeMismatchAndOverlap) {
   SafetensorsBuilder b;
   b.add("w", "F32", {3}, 8);
-  expect_error(b.bytes(), "shape and dtype F32 need 12 bytes but data_offsets give 8");
+  expect_safetensors_error(b.bytes(), "shape and dtype F32 need 12 bytes but data_offsets give 8");
   SafetensorsBuilder o;
   o.add("a", "F32", {2}, 8).add("b", "F32", {2}, 8);
   o.header()["b"]["data_offsets"] = {4, 12};
-  expect_error(o.bytes(), "overlap");
+  expect_safetensors_error(o.bytes(), "overlap");
   SafetensorsBuilder big;
   big.add("a", "F32", {1, 1, 1, 1, 1}, 4);
-  EXPECT_FALSE(parse(big.bytes()).ok()) << "5-D tensors are refused";
+  EXPECT_FALSE(parse_safetensors(big.bytes()).ok()) << "5-D tensors are refused";
 }
 
 TEST(Safetensors, ShardedCheckpoint) {

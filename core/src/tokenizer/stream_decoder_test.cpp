@@ -10,7 +10,7 @@ namespace tessera::tok {
 namespace {
 
 using Ids = std::vector<int32_t>;
-constexpr int32_t kByte0 = 3;  // tiny_spm: id of <0x00>
+constexpr int32_t kTinySpmByte0 = 3;  // tiny_spm: id of <0x00>
 
 Tokenizer spm() {
   auto t = Tokenizer::create(testing::tiny_spm({{"\xE2\x96\x81", -1}, {"a", -1}}));
@@ -22,10 +22,10 @@ TEST(StreamDecoder, HoldsBytesUntilTheCharacterIsComplete) {
   const Tokenizer tok = spm();
   StreamDecoder d(tok);
   // 😀 = F0 9F 98 80 as four byte tokens.
-  EXPECT_EQ(d.push(kByte0 + 0xF0), "");
-  EXPECT_EQ(d.push(kByte0 + 0x9F), "");
-  EXPECT_EQ(d.push(kByte0 + 0x98), "");
-  EXPECT_EQ(d.push(kByte0 + 0x80), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0xF0), "");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0x9F), "");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0x98), "");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0x80), "\xF0\x9F\x98\x80");
   EXPECT_EQ(d.flush(), "");
 }
 
@@ -55,18 +55,18 @@ TEST(StreamDecoder, FirstPieceThatIsOnlyTheSpaceIsConsumed) {
 TEST(StreamDecoder, UnfinishedCharacterBecomesReplacementAtFlush) {
   const Tokenizer tok = spm();
   StreamDecoder d(tok);
-  EXPECT_EQ(d.push(kByte0 + 'a'), "a");
-  EXPECT_EQ(d.push(kByte0 + 0xE2), "");
-  EXPECT_EQ(d.push(kByte0 + 0x82), "");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 'a'), "a");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0xE2), "");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0x82), "");
   EXPECT_EQ(d.flush(), "\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST(StreamDecoder, CertainlyInvalidBytesDoNotBlockTheStream) {
   const Tokenizer tok = spm();
   StreamDecoder d(tok);
-  EXPECT_EQ(d.push(kByte0 + 0xC3), "");          // could start é
-  EXPECT_EQ(d.push(kByte0 + 'a'), "\xEF\xBF\xBD" "a");  // ... but 'a' follows: C3 is invalid
-  EXPECT_EQ(d.push(kByte0 + 0xFF), "\xEF\xBF\xBD");
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0xC3), "");          // could start é
+  EXPECT_EQ(d.push(kTinySpmByte0 + 'a'), "\xEF\xBF\xBD" "a");  // ... but 'a' follows: C3 is invalid
+  EXPECT_EQ(d.push(kTinySpmByte0 + 0xFF), "\xEF\xBF\xBD");
 }
 
 TEST(StreamDecoder, ByteLevelBpeMatchesWholeDecode) {

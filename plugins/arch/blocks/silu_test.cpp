@@ -66,7 +66,7 @@ TEST(SiluExp, EdgesMatchExpf) {
 }
 
 using SiluKernel = void (*)(float*, const float*, int64_t);
-constexpr SiluKernel kLevels[kIsaLevelCount] = TESSERA_ISA_TABLE(silu_mul_kernel);
+constexpr SiluKernel kSiluLevels[kIsaLevelCount] = TESSERA_ISA_TABLE(silu_mul_kernel);
 
 // Every instruction-set level the CPU runs (tessera/isa.hpp), not only the
 // best one silu_mul() picks.
@@ -75,7 +75,7 @@ class SiluLevel : public ::testing::TestWithParam<int> {};
 TEST_P(SiluLevel, MatchesThePlainFormulaIncludingTailsAndSpecialValues) {
   const auto level = static_cast<IsaLevel>(GetParam());
   if (!cpu_supports(level)) GTEST_SKIP() << "this CPU lacks " << isa_level_name(level);
-  const SiluKernel kernel = isa_select(kLevels, level);  // amx: avx512_vnni's variant
+  const SiluKernel kernel = isa_select(kSiluLevels, level);  // amx: avx512_vnni's variant
   ASSERT_NE(kernel, nullptr) << isa_level_name(level) << " is not compiled on this platform";
   // 1000 gates (vector bodies and a tail) over the range activations take,
   // plus the values where the formula's special cases show.
