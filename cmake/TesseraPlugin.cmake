@@ -77,7 +77,10 @@ function(tessera_isa_sources level)
     set_source_files_properties(${file} PROPERTIES
       TESSERA_ISA_LEVEL ${level}
       COMPILE_OPTIONS "${TESSERA_ISA_FLAGS_${level}}"
-      COMPILE_DEFINITIONS TESSERA_ISA_NAMESPACE=isa_${level})
+      COMPILE_DEFINITIONS TESSERA_ISA_NAMESPACE=isa_${level}
+      # Never batched with other files (unity builds): the level's flags
+      # would reach code meant for any CPU, and other files' would reach it.
+      SKIP_UNITY_BUILD_INCLUSION ON)
   endforeach()
 endfunction()
 

@@ -8,19 +8,19 @@
 namespace tessera::tok {
 namespace {
 
-struct Symbol {
+struct SpmPiece {
   std::string_view text;
   int prev, next;
 };
 
-struct Candidate {
+struct SpmMerge {
   float score;
   int left, right;
   size_t size;  // bytes of the merged text: a changed size means the candidate is stale
 };
 
 struct WorseFirst {
-  bool operator()(const Candidate& a, const Candidate& b) const {
+  bool operator()(const SpmMerge& a, const SpmMerge& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
@@ -40,10 +40,10 @@ class SpmSession {
     for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) consider(i - 1, i);
 
     while (!queue_.empty()) {
-      const Candidate c = queue_.top();
+      const SpmMerge c = queue_.top();
       queue_.pop();
-      Symbol& l = symbols_[c.left];
-      Symbol& r = symbols_[c.right];
+      SpmPiece& l = symbols_[c.left];
+      SpmPiece& r = symbols_[c.right];
       if (l.text.empty() || r.text.empty() || l.text.size() + r.text.size() != c.size) continue;
       l.text = std::string_view(l.text.data(), c.size);
       r.text = {};
@@ -82,8 +82,8 @@ class SpmSession {
 
   const Vocab& vocab_;
   std::optional<int32_t> unk_;
-  std::vector<Symbol> symbols_;
-  std::priority_queue<Candidate, std::vector<Candidate>, WorseFirst> queue_;
+  std::vector<SpmPiece> symbols_;
+  std::priority_queue<SpmMerge, std::vector<SpmMerge>, WorseFirst> queue_;
 };
 
 }  // namespace

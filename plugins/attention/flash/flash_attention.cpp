@@ -25,7 +25,7 @@ struct WorkItem {
 
 // Per-thread scratch, carved from one allocation made before the parallel region
 // (nothing may throw inside it).
-struct Scratch {
+struct FlashScratch {
   float* q;    // [n_vec, head_dim]  queries of the item, pre-scaled
   float* acc;  // [n_vec, head_dim]  unnormalized outputs
   float* m;    // [n_vec]            running max
@@ -39,8 +39,8 @@ size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t tile) {
   return static_cast<size_t>(2 * n_vec * head_dim + 2 * n_vec + tile + 2 * head_dim * tile);
 }
 
-Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t tile) {
-  Scratch s;
+FlashScratch carve_flash_scratch(float* base, int64_t n_vec, int64_t head_dim, int64_t tile) {
+  FlashScratch s;
   s.q = base;
   s.acc = s.q + n_vec * head_dim;
   s.m = s.acc + n_vec * head_dim;
@@ -51,7 +51,7 @@ Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t tile) {
   return s;
 }
 
-void run_item(const AttentionArgs& a, const WorkItem& item, int32_t tile, const Scratch& w) {
+void run_item(const AttentionArgs& a, const WorkItem& item, int32_t tile, const FlashScratch& w) {
   const AttentionSeq& seq = a.seqs[static_cast<size_t>(item.seq)];
   const int32_t group = a.n_head / a.n_kv_head;
   const int64_t D = a.head_dim;
@@ -144,7 +144,7 @@ Status FlashAttention::forward(const AttentionArgs& a) noexcept {
 
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1)
     {
-      const Scratch w = carve(scratch.data() + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
+      const FlashScratch w = carve_flash_scratch(scratch.data() + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
                               a.head_dim, tile_);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < n_items; ++i) run_item(a, items[static_cast<size_t>(i)], tile_, w);

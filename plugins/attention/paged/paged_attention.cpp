@@ -76,7 +76,7 @@ int64_t partial_floats(int32_t n_vec, int32_t head_dim) { return static_cast<int
 
 // Per-thread scratch, carved from one allocation made before the parallel
 // region (nothing may throw inside it).
-struct Scratch {
+struct PagedScratch {
   // Vector (h, r, g): KV head kv_head + h, row r, head g of its group, at
   // index (h * n_rows + r) * group + g.
   float* q;    // [n_vec, head_dim]  queries of the task, pre-scaled
@@ -96,8 +96,8 @@ size_t scratch_floats(int64_t n_vec, int64_t head_dim, int64_t group, bool widen
                              (widen ? 2 * widen_floats(head_dim) : 0));
 }
 
-Scratch carve(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
-  Scratch w;
+PagedScratch carve_paged_scratch(float* base, int64_t n_vec, int64_t head_dim, int64_t group, bool widen) {
+  PagedScratch w;
   w.q = base;
   w.acc = w.q + n_vec * head_dim;
   w.m = w.acc + n_vec * head_dim;
@@ -115,7 +115,7 @@ void prefetch_bytes(const char* first, size_t bytes) {
 }
 
 // Index of query vector (KV head h of the task, row r, head g of its group)
-// in the scratch (Scratch::q, acc, m, l).
+// in the scratch (PagedScratch::q, acc, m, l).
 int64_t vector_index(int32_t h, int32_t r, int32_t g, int32_t n_rows, int32_t group) {
   return (static_cast<int64_t>(h) * n_rows + r) * group + g;
 }
@@ -151,7 +151,7 @@ void accumulate_runs(const float* p, int64_t ld_p, int32_t n_rows, const float* 
 // [first, chunk_end) held by `runs`: scores, the online-softmax step of each
 // head of the group, and one accumulation of V for the group.
 template <typename KvT>
-void attend_chunk(const AttentionArgs& a, const Task& task, const Scratch& w, int32_t h, int64_t first,
+void attend_chunk(const AttentionArgs& a, const Task& task, const PagedScratch& w, int32_t h, int64_t first,
                   int64_t chunk_end, const HeadRunOf<KvT>* runs, int64_t run_stride) {
   const AttentionSeq& seq = a.seqs[static_cast<size_t>(task.seq)];
   const int32_t group = a.n_head / a.n_kv_head;
@@ -187,7 +187,7 @@ void attend_chunk(const AttentionArgs& a, const Task& task, const Scratch& w, in
   }
 }
 
-void run_task(const AttentionArgs& a, const Task& task, const Scratch& w, float* partials) {
+void run_task(const AttentionArgs& a, const Task& task, const PagedScratch& w, float* partials) {
   const AttentionSeq& seq = a.seqs[static_cast<size_t>(task.seq)];
   const int32_t group = a.n_head / a.n_kv_head;
   const int32_t D = a.head_dim;
@@ -459,7 +459,7 @@ Status PagedAttention::forward(const AttentionArgs& a) noexcept {
 
 #pragma omp parallel num_threads(team) if (team > 1)
     {
-      const Scratch w = carve(scratch + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
+      const PagedScratch w = carve_paged_scratch(scratch + per_thread * static_cast<size_t>(omp_get_thread_num()), max_vec,
                               a.head_dim, group, widens);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < n_tasks; ++i) run_task(a, tasks[static_cast<size_t>(i)], w, partials);
