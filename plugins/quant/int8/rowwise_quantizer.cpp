@@ -4,12 +4,16 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "w8a8_layout.hpp"
 
 namespace tessera::int8 {
 
 void quantize_rows(const float* w, int64_t out, int64_t in, int8_t* q, float* scales) {
+  // Rows are independent: the same bytes on any number of threads. SmoothQuant's
+  // alpha search quantizes every group once a candidate, so this is most of it.
+#pragma omp parallel for schedule(static)
   for (int64_t o = 0; o < out; ++o) {
     const float* row = w + o * in;
     float amax = 0.0f;
@@ -17,7 +21,8 @@ void quantize_rows(const float* w, int64_t out, int64_t in, int8_t* q, float* sc
     const float scale = amax / 127.0f;
     scales[o] = scale;
     for (int64_t k = 0; k < in; ++k) {
-      const float v = scale == 0.0f ? 0.0f : std::nearbyint(row[k] / scale);
+      // |row[k] / scale| <= 127 up to rounding: within round_to_even_small's range.
+      const float v = scale == 0.0f ? 0.0f : round_to_even_small(row[k] / scale);
       q[o * in + k] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
     }
   }
@@ -37,9 +42,10 @@ class RowwiseQuantizer final : public WeightQuantizer {
 
   Result<QuantizedWeight> quantize(const float* weight) noexcept override {
     return guard([&]() -> Result<QuantizedWeight> {
-      for (int64_t i = 0; i < out_ * in_; ++i) {
-        if (!std::isfinite(weight[i])) return InvalidArgument("the weight holds a NaN or infinity");
-      }
+      bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+      for (int64_t i = 0; i < out_ * in_; ++i) finite = finite && std::isfinite(weight[i]);
+      if (!finite) return InvalidArgument("the weight holds a NaN or infinity");
       QuantizedWeight result;
       result.dtype = DType::i8;
       result.format = std::string(kFormat);
@@ -48,14 +54,25 @@ class RowwiseQuantizer final : public WeightQuantizer {
       auto* q = reinterpret_cast<int8_t*>(result.data.data());
       quantize_rows(weight, out_, in_, q, scales_.data());
       // Without inputs the error is the weights' own: ||W - Q||² / ||W||².
-      double err = 0, energy = 0;
+      // Summed a row at a time, in parallel, then over rows in order: the
+      // same figure on any number of threads.
+      std::vector<double> row_err(static_cast<size_t>(out_)), row_energy(static_cast<size_t>(out_));
+#pragma omp parallel for schedule(static)
       for (int64_t o = 0; o < out_; ++o) {
+        double e = 0, w2 = 0;
         for (int64_t k = 0; k < in_; ++k) {
           const double w = weight[o * in_ + k];
           const double d = w - static_cast<double>(scales_[static_cast<size_t>(o)]) * q[o * in_ + k];
-          err += d * d;
-          energy += w * w;
+          e += d * d;
+          w2 += w * w;
         }
+        row_err[static_cast<size_t>(o)] = e;
+        row_energy[static_cast<size_t>(o)] = w2;
+      }
+      double err = 0, energy = 0;
+      for (int64_t o = 0; o < out_; ++o) {
+        err += row_err[static_cast<size_t>(o)];
+        energy += row_energy[static_cast<size_t>(o)];
       }
       result.relative_error = energy > 0 ? err / energy : 0.0;
       result.rounding_relative_error = result.relative_error;

@@ -26,6 +26,16 @@ inline constexpr size_t kChunkBytes = kPanelRows * kChunk;  // 1024
 // 127 * 127 * in < 2^31.
 inline constexpr int64_t kMaxInFeatures = 131072;
 
+// v rounded to the nearest integer, ties to even, for |v| <= 2^22: adding
+// and taking away 1.5 * 2^23 leaves the integer (the spacing of floats
+// there is 1, and the added constant is even), in plain float arithmetic
+// the compiler vectorizes, where std::nearbyint is a libm call on baseline
+// x86-64.
+inline float round_to_even_small(float v) {
+  constexpr float kRound = 12582912.0f;
+  return (v + kRound) - kRound;
+}
+
 struct PackedWeight {
   int64_t out = 0;       // rows of W
   int64_t in = 0;        // columns of W

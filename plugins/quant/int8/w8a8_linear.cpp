@@ -28,13 +28,7 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
     std::fill(q, q + n, int8_t{0});
     return 0.0f;
   }
-  // Adding and taking away 1.5 * 2^23 rounds |v| <= 127 to the nearest
-  // integer, ties to even, in plain float arithmetic the compiler vectorizes.
-  constexpr float kRound = 12582912.0f;
-  for (int64_t k = 0; k < n; ++k) {
-    const float v = (x[k] * inv + kRound) - kRound;
-    q[k] = static_cast<int8_t>(static_cast<int32_t>(v));
-  }
+  for (int64_t k = 0; k < n; ++k) q[k] = static_cast<int8_t>(static_cast<int32_t>(round_to_even_small(x[k] * inv)));
   return amax / 127.0f;
 }
 

@@ -51,22 +51,26 @@ class ScopedLevel {
   bool ok_;
 };
 
+// Rows of 100 inputs (whole 4-byte slots) and of 103 (pack_weight writes
+// the last 3 one at a time).
 TEST(W8A8Layout, PanelsHoldEveryWeightAndZerosPastTheEdges) {
-  const int64_t out = 37, in = 100;
-  const auto w = random_int8(static_cast<size_t>(out * in), 1);
-  std::vector<float> scales(out, 0.5f);
-  const PackedWeight p = pack_weight(w.data(), scales.data(), out, in);
-  EXPECT_EQ(p.n_panels, 3);
-  EXPECT_EQ(p.k_chunks, 2);
-  for (int64_t o = 0; o < p.n_panels * kPanelRows; ++o) {
-    int32_t sum = 0;
-    for (int64_t k = 0; k < p.in_padded(); ++k) {
-      const int8_t expected = o < out && k < in ? w[o * in + k] : 0;
-      ASSERT_EQ(packed_value(p, o, k), expected) << o << "," << k;
-      sum += expected;
+  for (const int64_t in : {100, 103}) {
+    const int64_t out = 37;
+    const auto w = random_int8(static_cast<size_t>(out * in), 1);
+    std::vector<float> scales(out, 0.5f);
+    const PackedWeight p = pack_weight(w.data(), scales.data(), out, in);
+    EXPECT_EQ(p.n_panels, 3);
+    EXPECT_EQ(p.k_chunks, 2);
+    for (int64_t o = 0; o < p.n_panels * kPanelRows; ++o) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < p.in_padded(); ++k) {
+        const int8_t expected = o < out && k < in ? w[o * in + k] : 0;
+        ASSERT_EQ(packed_value(p, o, k), expected) << "in " << in << ": " << o << "," << k;
+        sum += expected;
+      }
+      EXPECT_EQ(p.row_sums[o], sum) << "in " << in;
+      EXPECT_EQ(p.scales[o], o < out ? 0.5f : 0.0f) << "in " << in;
     }
-    EXPECT_EQ(p.row_sums[o], sum);
-    EXPECT_EQ(p.scales[o], o < out ? 0.5f : 0.0f);
   }
 }
 
