@@ -64,7 +64,8 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
   if (r.calibration_tokens > 0)
-    fmt::print("  calibration: {} tokens, {:.1f} s of forwards\n", r.calibration_tokens, r.calibration_seconds);
+    fmt::print("  calibration: {} tokens, {:.1f} s of forwards ({})\n", r.calibration_tokens, r.calibration_seconds,
+               r.layer_by_layer ? "layer by layer over stored inputs" : "whole forwards, layers 0..l for layer l");
   fmt::print("  time: {:.1f} s\n", r.seconds);
   const QuantizedWeightReport* worst = nullptr;
   for (const auto& w : r.weights)

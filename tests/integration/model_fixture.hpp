@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +91,12 @@ inline std::unique_ptr<Session> open_pipeline(const std::filesystem::path& pipel
 // The same through pipelines/quickstart.toml.
 #define TESSERA_OPEN_OR_SKIP(var, overrides) \
   TESSERA_OPEN_PIPELINE_OR_SKIP(var, ::tessera::test::kPipelines / "quickstart.toml", overrides)
+
+// A file's whole contents (empty when it cannot be read), to compare files byte for byte.
+inline std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 inline GenerationRequest greedy(const std::string& prompt, int64_t max_tokens, bool chat = true) {
   GenerationRequest r;

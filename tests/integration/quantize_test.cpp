@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,7 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_EQ(report->weights.size(), 30u * 7u);
   EXPECT_EQ(report->calibration_tokens, 96);
+  EXPECT_TRUE(report->layer_by_layer);
   EXPECT_EQ(progress.back(), 30);
   for (const auto& w : report->weights) {
     EXPECT_TRUE(std::isfinite(w.relative_error)) << w.name;
@@ -144,6 +146,51 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   ASSERT_TRUE(written.ok());
   EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.method").value_or(""), "gptq");
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
+}
+
+// Calibrating over each layer's stored inputs (Model ABI 3.6: layer l's pass
+// runs layers l-1 and l) writes, byte for byte, the file that whole forwards
+// stopped after layer l (layers 0..l) write: every Linear observes the same
+// inputs, the last layer's rows too. GPTQ reads them as X·Xᵀ; INT8 with
+// SmoothQuant's alpha searched as channel maxima and kept rows, and folds
+// scales into the norms and Linears that the next layers' passes run.
+TEST(Quantize, CalibratingLayerByLayerWritesWhatWholeForwardsWrite) {
+  SKIP_WITHOUT_MODEL();
+  for (const char* method : {"gptq", "int8"}) {
+    SCOPED_TRACE(method);
+    const bool int8 = std::string(method) == "int8";
+    QuantizeJob job = job_for(scratch(std::string(method) + "_layered.gguf").string(), method, int8 ? "" : "q4_0", true);
+    job.calibration_text = calibration_text();
+    job.samples = 2;
+    job.sample_tokens = 40;
+    if (int8) {
+      job.spec.format = "i8";
+      job.spec.bits = 8;
+      job.spec.group_size = -1;
+      job.smooth_search = 4;
+    }
+    auto layered = quantize_model(job, test_registry());
+    ASSERT_TRUE(layered.ok()) << layered.status().message();
+    EXPECT_TRUE(layered->layer_by_layer);
+
+    QuantizeJob whole = job;
+    whole.output = scratch(std::string(method) + "_whole.gguf").string();
+    whole.layer_by_layer = false;
+    auto forwards = quantize_model(whole, test_registry());
+    ASSERT_TRUE(forwards.ok()) << forwards.status().message();
+    EXPECT_FALSE(forwards->layer_by_layer);
+
+    std::printf("%s: calibration %.2f s layer by layer, %.2f s by whole forwards (jobs %.2f and %.2f s)\n", method,
+                layered->calibration_seconds, forwards->calibration_seconds, layered->seconds, forwards->seconds);
+    ASSERT_EQ(layered->weights.size(), forwards->weights.size());
+    for (size_t i = 0; i < layered->weights.size(); ++i) {
+      EXPECT_EQ(layered->weights[i].calibration_rows, 80) << layered->weights[i].name;
+      EXPECT_EQ(layered->weights[i].relative_error, forwards->weights[i].relative_error) << layered->weights[i].name;
+    }
+    const std::string a = file_bytes(job.output), b = file_bytes(whole.output);
+    EXPECT_FALSE(a.empty());
+    EXPECT_TRUE(a == b) << "the files differ (" << a.size() << " and " << b.size() << " bytes)";
+  }
 }
 
 // Into Q4_K: the down projections (1536 columns, six super-blocks a row)

@@ -102,6 +102,34 @@ class Model : public AbiObject {
   virtual Status forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept = 0;
   // Bytes of weights read by one forward (for roofline figures).
   virtual uint64_t weight_bytes() const noexcept = 0;
+
+#if TESSERA_ABI_MINOR >= 6
+  // ABI 3.6, optional: the forward cut between its layers, for a caller that
+  // runs one layer at a time over inputs it stored (`tessera quantize`
+  // calibrates layer l on what layers 0..l-1 computed once quantized; with
+  // whole forwards that costs about L/2 forwards over the calibration text,
+  // layer by layer about 2). A model that does not cut its forward keeps
+  // these defaults, and the caller runs whole forwards.
+  //
+  // The layers embed() and forward_layers() count, and the width of the
+  // residual stream that passes between them; 0: not offered.
+  virtual int32_t layer_count() const noexcept { return 0; }
+  virtual int64_t hidden_size() const noexcept { return 0; }
+  // hidden[tokens.size(), hidden_size()] = the stream entering layer 0 (the
+  // tokens' embeddings).
+  virtual Status embed(std::span<const TokenId> /*tokens*/, float* /*hidden*/) noexcept {
+    return Unsupported("this model does not run its layers one at a time");
+  }
+  // Runs layers [first_layer, last_layer) over hidden[batch.tokens.size(),
+  // hidden_size()] in place, every row (batch's n_logits are not read: no
+  // logits), appending the tokens' K/V of those layers to `memory` and
+  // advancing their states as forward() does. A layer's output is the bits
+  // forward() gives it on the same input.
+  virtual Status forward_layers(const Batch& /*batch*/, SequenceMemory& /*memory*/, int32_t /*first_layer*/,
+                                int32_t /*last_layer*/, float* /*hidden*/) noexcept {
+    return Unsupported("this model does not run its layers one at a time");
+  }
+#endif
 };
 
 // A hyper-parameter as an architecture read it, for `tessera inspect`.

@@ -348,6 +348,53 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   return Status::Ok();
 }
 
+// The calibration samples' inputs to one layer, [samples][tokens, hidden],
+// moved on a layer at a time (Session::run_layers).
+class LayerInputs {
+ public:
+  LayerInputs(Session& session, const std::vector<std::vector<int32_t>>& samples)
+      : session_(session), samples_(samples) {}
+
+  // The inputs of layer 0: the samples' embeddings.
+  Status start() {
+    const auto width = static_cast<size_t>(session_.model().hidden_size());
+    hidden_.resize(samples_.size());
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      hidden_[i].resize(samples_[i].size() * width);
+      TESSERA_RETURN_IF_ERROR(session_.embed(samples_[i], hidden_[i].data()));
+    }
+    layer_ = 0;
+    return Status::Ok();
+  }
+  // Runs the layers before `layer` not run yet (as their Linears are now:
+  // quantized), so the inputs are layer `layer`'s.
+  Status advance_to(int layer) {
+    if (layer < layer_) return Internal("calibration: layers must be calibrated in order");
+    if (layer == layer_) return Status::Ok();
+    for (size_t i = 0; i < samples_.size(); ++i)
+      TESSERA_RETURN_IF_ERROR(session_.run_layers(samples_[i], layer_, layer, hidden_[i].data()));
+    layer_ = layer;
+    return Status::Ok();
+  }
+  // Runs layer `layer` (advance_to'd) on a copy of its inputs, for what its
+  // Linears observe on the way; the inputs stay the layer's.
+  Status observe(int layer) {
+    if (layer != layer_) return Internal("calibration: the stored inputs are another layer's");
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      scratch_ = hidden_[i];
+      TESSERA_RETURN_IF_ERROR(session_.run_layers(samples_[i], layer, layer + 1, scratch_.data()));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Session& session_;
+  const std::vector<std::vector<int32_t>>& samples_;
+  std::vector<std::vector<float>> hidden_;  // [samples][tokens, hidden]: the inputs of layer_
+  std::vector<float> scratch_;              // [tokens, hidden]
+  int layer_ = 0;
+};
+
 }  // namespace
 
 double QuantizeReport::bits_per_weight() const {
@@ -416,6 +463,7 @@ nlohmann::json QuantizeReport::to_json() const {
           {"dequantized_types", dequantized_types},
           {"calibration_tokens", calibration_tokens},
           {"calibration_seconds", calibration_seconds},
+          {"calibration_layer_by_layer", layer_by_layer},
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
           {"mean_gain_over_rounding", mean_gain_over_rounding()},
@@ -495,6 +543,15 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     samples = std::move(made).value();
     report.calibration_tokens = job.samples * job.sample_tokens;
   }
+  // Layer by layer: each sample's input to the next layer to run, kept
+  // between layers, so layer l's pass runs layer l-1 (quantized) and layer
+  // l (observing) instead of layers 0..l. Layers must be numbered 0..L-1 with
+  // none missing, as the model counts them.
+  const int32_t separable = s.separable_layers();
+  const bool layered = calibrate && job.layer_by_layer && separable > 0 && layers.rbegin()->first < separable;
+  LayerInputs layer_inputs(s, samples);
+  if (layered) TESSERA_RETURN_IF_ERROR(layer_inputs.start());
+  report.layer_by_layer = layered;
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
@@ -532,10 +589,15 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
           target.linear->observe_into(quantizers[name].get(), keepers.contains(name) ? keep_every : 0);
       }
       const auto calibration_start = Clock::now();
-      for (const auto& sample : samples) {
-        stopped = false;
-        const Status ran = s.run_through(sample);
-        if (!ran.ok() && !stopped) return ran;
+      if (layered) {
+        TESSERA_RETURN_IF_ERROR(layer_inputs.advance_to(layer));
+        TESSERA_RETURN_IF_ERROR(layer_inputs.observe(layer));
+      } else {
+        for (const auto& sample : samples) {
+          stopped = false;
+          const Status ran = s.run_through(sample);
+          if (!ran.ok() && !stopped) return ran;
+        }
       }
       report.calibration_seconds += seconds_since(calibration_start);
     }

@@ -42,6 +42,11 @@ struct QuantizeJob {
   // ..., (n-1)/n whose measured output error is least; 0: no search.
   int32_t smooth_search = 0;
   bool force = false;            // replace an existing output
+  // Calibrate over each layer's stored inputs, one layer at a time, where the
+  // model offers it (Model ABI 3.6; about 2 forwards over the text), else by
+  // whole forwards stopped after the layer (about L/2). false: whole forwards
+  // always (tests compare the two: the same bits).
+  bool layer_by_layer = true;
 };
 
 struct QuantizedWeightReport {
@@ -85,6 +90,7 @@ struct QuantizeReport {
   uint64_t output_file_bytes = 0;
   int64_t calibration_tokens = 0;
   double calibration_seconds = 0;  // forwards over the calibration samples
+  bool layer_by_layer = false;     // calibrated over stored layer inputs (QuantizeJob::layer_by_layer)
   double seconds = 0;              // the whole job
 
   double bits_per_weight() const;       // of the quantized weights

@@ -265,6 +265,41 @@ Status Session::run_through(std::span<const int32_t> tokens) {
   return status;
 }
 
+int32_t Session::separable_layers() const {
+  if (!provides(*model_, 6) || model_->hidden_size() <= 0) return 0;
+  return std::max<int32_t>(model_->layer_count(), 0);
+}
+
+Status Session::embed(std::span<const int32_t> tokens, float* hidden) {
+  if (separable_layers() == 0) return Unsupported("the model does not run its layers one at a time");
+  return model_->embed(tokens, hidden);
+}
+
+Status Session::run_layers(std::span<const int32_t> tokens, int32_t first_layer, int32_t last_layer, float* hidden) {
+  if (separable_layers() == 0) return Unsupported("the model does not run its layers one at a time");
+  if (tokens.empty()) return InvalidArgument("nothing to run: no tokens");
+  if (static_cast<int64_t>(tokens.size()) > context_)
+    return InvalidArgument(fmt::format("{} tokens do not fit the context of {}", tokens.size(), context_));
+  auto seq = memory_->create_sequence();
+  if (!seq.ok()) return seq.status();
+  const int64_t width = model_->hidden_size();
+  Status status = Status::Ok();
+  for (size_t done = 0; done < tokens.size() && status.ok();) {
+    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
+    status = memory_->append_slots(*seq, n);
+    if (!status.ok()) break;
+    const BatchSeq bs{*seq, 0, n, static_cast<int32_t>(done), /*n_logits=*/0};
+    const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
+    if (governor_) governor_->before_step();
+    status = model_->forward_layers(batch, *memory_, first_layer, last_layer,
+                                    hidden + static_cast<int64_t>(done) * width);
+    if (governor_) governor_->after_step();
+    done += static_cast<size_t>(n);
+  }
+  memory_->release(*seq);
+  return status;
+}
+
 nlohmann::json Session::plugin_stats() const {
   const MemoryStats& k = last_memory_stats_;
   const double waste = k.bytes_allocated > 0

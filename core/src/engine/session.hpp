@@ -74,6 +74,17 @@ class Session {
   // are wanted); they are discarded.
   Status run_through(std::span<const int32_t> tokens);
 
+  // The forward cut between layers (Model ABI 3.6), for calibration: how
+  // many layers the model runs one at a time, 0 when it does not.
+  int32_t separable_layers() const;
+  // hidden[tokens.size(), model().hidden_size()] = the stream entering layer 0.
+  Status embed(std::span<const int32_t> tokens, float* hidden);
+  // Runs layers [first_layer, last_layer) over hidden[tokens.size(),
+  // model().hidden_size()] in place, `tokens` as one fresh sequence, in the
+  // chunks extend() uses (so each layer computes the bits a whole forward
+  // gives it).
+  Status run_layers(std::span<const int32_t> tokens, int32_t first_layer, int32_t last_layer, float* hidden);
+
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   // What drafts tokens for the scheduler to verify ([speculative]); null when off.
   DraftProposer* draft_proposer();

@@ -178,56 +178,105 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
     gated_group_rms_norm(y + r * inner, z + r * width, lw.gated_norm.data(), inner, c.n_group, eps);
 }
 
-Status MambaModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
-  if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("mamba: forward() needs a logits buffer");
+Status MambaModel::prepare(const Batch& batch, SequenceMemory& memory) {
   const MambaConfig& c = config_;
   TESSERA_RETURN_IF_ERROR(
       plan_.plan(batch, memory, blocks::BatchLimits{c.vocab, c.max_context, /*attention_layers=*/false, 0}));
-  const int64_t n_rows = plan_.n_rows();
+  scratch_.ensure(c, plan_.n_rows());
+  return Status::Ok();
+}
+
+Status MambaModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
+  if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("mamba: forward() needs a logits buffer");
+  const MambaConfig& c = config_;
+  TESSERA_RETURN_IF_ERROR(prepare(batch, memory));
+  float* resid = scratch_.residual.data();  // [n, n_embd]
+  TESSERA_RETURN_IF_ERROR(embed(batch.tokens, resid));
+
+  int64_t n = plan_.n_rows();  // rows still carried; narrows to the logit rows in the last layer
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    bool go_on = true;
+    TESSERA_RETURN_IF_ERROR(run_layer(batch, l, memory, resid, n, /*narrow=*/l == c.n_layer - 1, go_on));
+    if (!go_on) return Status::Ok();
+  }
+  // n now equals batch.logit_rows(); logits: [n, vocab]. The buffer resid is
+  // not in is free (run_layer swapped the two).
+  float* normed = resid == scratch_.residual.data() ? scratch_.normed.data() : scratch_.residual.data();
+  rms_norm_rows(resid, weights_.output_norm.data(), normed, n, c.n_embd, static_cast<float>(c.eps));
+  return weights_.output->forward(normed, logits, n);
+}
+
+Status MambaModel::embed(std::span<const TokenId> tokens, float* hidden) noexcept {
+  return guard([&]() -> Status {
+    const int64_t d = config_.n_embd;
+    for (size_t r = 0; r < tokens.size(); ++r) {
+      if (tokens[r] < 0 || tokens[r] >= config_.vocab)
+        return InvalidArgument("mamba: token " + std::to_string(tokens[r]) + " is outside the vocabulary of " +
+                               std::to_string(config_.vocab));
+      TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(tokens[r], hidden + static_cast<int64_t>(r) * d));
+    }
+    return Status::Ok();
+  });
+}
+
+Status MambaModel::forward_layers(const Batch& batch, SequenceMemory& memory, int32_t first_layer, int32_t last_layer,
+                                  float* hidden) noexcept {
+  return guard([&]() -> Status {
+    if (first_layer < 0 || first_layer > last_layer || last_layer > config_.n_layer)
+      return InvalidArgument("mamba: layers [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
+                             ") of a model of " + std::to_string(config_.n_layer));
+    if (hidden == nullptr) return InvalidArgument("mamba: forward_layers() needs the hidden states");
+    TESSERA_RETURN_IF_ERROR(prepare(batch, memory));
+    int64_t n = plan_.n_rows();
+    float* resid = hidden;  // [n, n_embd], the caller's
+    for (int32_t l = first_layer; l < last_layer; ++l) {
+      bool go_on = true;
+      TESSERA_RETURN_IF_ERROR(run_layer(batch, l, memory, resid, n, /*narrow=*/false, go_on));
+    }
+    return Status::Ok();
+  });
+}
+
+Status MambaModel::run_layer(const Batch& batch, int64_t l, SequenceMemory& memory, float*& resid, int64_t& n,
+                             bool narrow, bool& go_on) {
+  const MambaConfig& c = config_;
   const int64_t d = c.n_embd, inner = c.d_inner;
   const auto eps = static_cast<float>(c.eps);
-  scratch_.ensure(c, n_rows);
-
-  float* resid = scratch_.residual.data();  // [n, n_embd]
-  float* normed = scratch_.normed.data();   // [n, n_embd]
-  float* y = scratch_.y.data();             // [n, d_inner]
-  for (int64_t r = 0; r < n_rows; ++r)
-    TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(batch.tokens[static_cast<size_t>(r)], resid + r * d));
-
-  int64_t n = n_rows;  // rows still carried; narrows to the logit rows in the last layer
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const MambaLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
-    TESSERA_RETURN_IF_ERROR(gather_states(batch, memory, static_cast<int32_t>(l)));
-    rms_norm_rows(resid, lw.norm.data(), normed, n, d, eps);
-    TESSERA_RETURN_IF_ERROR(lw.in_proj->forward(normed, scratch_.proj.data(), n));
-    convolve(batch, lw, n);
-    if (c.mamba2()) {
-      mix_mamba2(batch, lw, n);
-    } else {
-      TESSERA_RETURN_IF_ERROR(mix_mamba1(batch, lw, n));
-    }
-    float* y_rows = y;
-    if (l == c.n_layer - 1) {
-      // Every row has advanced its state; only the rows whose logits are
-      // asked go on (gathered in output order into buffers now free).
-      if (plan_.logit_rows.empty()) return Status::Ok();
-      const auto n_out = static_cast<int64_t>(plan_.logit_rows.size());
-      float* y_out = scratch_.conv.data();  // [n_out, d_inner]; conv_channels >= d_inner
-      for (int64_t i = 0; i < n_out; ++i) {
-        const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
-        copy_row(y + r * inner, y_out + i * inner, inner);
-        copy_row(resid + r * d, normed + i * d, d);
-      }
-      std::swap(resid, normed);
-      y_rows = y_out;
-      n = n_out;
-    }
-    TESSERA_RETURN_IF_ERROR(lw.out_proj->forward(y_rows, normed, n));
-    add_inplace(resid, normed, n * d);
+  // The buffer that is not the residual stream (they swap when the last layer narrows).
+  float* normed = resid == scratch_.normed.data() ? scratch_.residual.data() : scratch_.normed.data();
+  float* y = scratch_.y.data();  // [n, d_inner]
+  const MambaLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+  TESSERA_RETURN_IF_ERROR(gather_states(batch, memory, static_cast<int32_t>(l)));
+  rms_norm_rows(resid, lw.norm.data(), normed, n, d, eps);
+  TESSERA_RETURN_IF_ERROR(lw.in_proj->forward(normed, scratch_.proj.data(), n));
+  convolve(batch, lw, n);
+  if (c.mamba2()) {
+    mix_mamba2(batch, lw, n);
+  } else {
+    TESSERA_RETURN_IF_ERROR(mix_mamba1(batch, lw, n));
   }
-  // n now equals batch.logit_rows(); logits: [n, vocab].
-  rms_norm_rows(resid, weights_.output_norm.data(), normed, n, d, eps);
-  return weights_.output->forward(normed, logits, n);
+  float* y_rows = y;
+  if (narrow) {
+    // Every row has advanced its state; only the rows whose logits are
+    // asked go on (gathered in output order into buffers now free).
+    if (plan_.logit_rows.empty()) {
+      go_on = false;
+      return Status::Ok();
+    }
+    const auto n_out = static_cast<int64_t>(plan_.logit_rows.size());
+    float* y_out = scratch_.conv.data();  // [n_out, d_inner]; conv_channels >= d_inner
+    for (int64_t i = 0; i < n_out; ++i) {
+      const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
+      copy_row(y + r * inner, y_out + i * inner, inner);
+      copy_row(resid + r * d, normed + i * d, d);
+    }
+    std::swap(resid, normed);
+    y_rows = y_out;
+    n = n_out;
+  }
+  TESSERA_RETURN_IF_ERROR(lw.out_proj->forward(y_rows, normed, n));
+  add_inplace(resid, normed, n * d);
+  return Status::Ok();
 }
 
 }  // namespace tessera::mamba

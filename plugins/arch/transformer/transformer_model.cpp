@@ -95,90 +95,137 @@ void TransformerModel::write_kv(const KvLayerView& view, int64_t n_rows) {
   }
 }
 
-Status TransformerModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
-  if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("transformer: forward() needs a logits buffer");
+Result<KvLayerView> TransformerModel::prepare(const Batch& batch, SequenceMemory& memory) {
   const KvLayerView first_view = memory.layer(0);
   TESSERA_RETURN_IF_ERROR(check_view(first_view, 0, first_view.block_size));
   const blocks::BatchLimits limits{config_.vocab, config_.max_context, /*attention_layers=*/true, first_view.block_size};
   TESSERA_RETURN_IF_ERROR(plan_.plan(batch, memory, limits));
+  scratch_.ensure(config_, plan_.n_rows());
+  rope_.ensure(static_cast<int64_t>(plan_.max_position) + 1);
+  return first_view;
+}
 
-  const int64_t n_rows = plan_.n_rows();
+Status TransformerModel::run(const Batch& batch, SequenceMemory& memory, float* logits) {
+  if (logits == nullptr && batch.logit_rows() > 0) return InvalidArgument("transformer: forward() needs a logits buffer");
+  auto first_view = prepare(batch, memory);
+  if (!first_view.ok()) return first_view.status();
+  const int64_t d = config_.n_embd;
+  float* resid = scratch_.residual.as<float>();  // [n, n_embd]
+  TESSERA_RETURN_IF_ERROR(embed(batch.tokens, resid));
+
+  int64_t n = plan_.n_rows();  // rows still carried; narrows to the logit rows in the last layer
+  const int64_t n_layer = config_.n_layer;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    bool go_on = true;
+    TESSERA_RETURN_IF_ERROR(run_layer(l, memory, *first_view, resid, n, /*narrow=*/l == n_layer - 1, go_on));
+    if (!go_on) return Status::Ok();
+  }
+  // n now equals batch.logit_rows(); logits: [n, vocab]. `normed` is free
+  // whichever buffer resid ended in (run_layer swapped the two).
+  float* normed = resid == scratch_.residual.as<float>() ? scratch_.normed.as<float>() : scratch_.residual.as<float>();
+  rms_norm_rows(resid, weights_.output_norm.data(), normed, n, d, static_cast<float>(config_.hparams.rms_norm_eps));
+  return weights_.output->forward(normed, logits, n);
+}
+
+Status TransformerModel::embed(std::span<const TokenId> tokens, float* hidden) noexcept {
+  return guard([&]() -> Status {
+    const int64_t d = config_.n_embd;
+    for (size_t r = 0; r < tokens.size(); ++r) {
+      if (tokens[r] < 0 || tokens[r] >= config_.vocab)
+        return InvalidArgument("transformer: token " + std::to_string(tokens[r]) + " is outside the vocabulary of " +
+                               std::to_string(config_.vocab));
+      TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(tokens[r], hidden + static_cast<int64_t>(r) * d));
+    }
+    return Status::Ok();
+  });
+}
+
+Status TransformerModel::forward_layers(const Batch& batch, SequenceMemory& memory, int32_t first_layer,
+                                        int32_t last_layer, float* hidden) noexcept {
+  return guard([&]() -> Status {
+    if (first_layer < 0 || first_layer > last_layer || last_layer > config_.n_layer)
+      return InvalidArgument("transformer: layers [" + std::to_string(first_layer) + ", " +
+                             std::to_string(last_layer) + ") of a model of " + std::to_string(config_.n_layer));
+    if (hidden == nullptr) return InvalidArgument("transformer: forward_layers() needs the hidden states");
+    auto first_view = prepare(batch, memory);
+    if (!first_view.ok()) return first_view.status();
+    int64_t n = plan_.n_rows();
+    float* resid = hidden;  // [n, n_embd], the caller's
+    for (int32_t l = first_layer; l < last_layer; ++l) {
+      bool go_on = true;
+      TESSERA_RETURN_IF_ERROR(run_layer(l, memory, *first_view, resid, n, /*narrow=*/false, go_on));
+    }
+    return Status::Ok();
+  });
+}
+
+Status TransformerModel::run_layer(int64_t l, SequenceMemory& memory, const KvLayerView& first_view, float*& resid,
+                                   int64_t& n, bool narrow, bool& go_on) {
   const int64_t d = config_.n_embd;
   const int64_t ff = config_.n_ff;
   const auto eps = static_cast<float>(config_.hparams.rms_norm_eps);
-  scratch_.ensure(config_, n_rows);
-  rope_.ensure(static_cast<int64_t>(plan_.max_position) + 1);
-
-  float* resid = scratch_.residual.as<float>();  // [n, n_embd]
-  float* normed = scratch_.normed.as<float>();   // [n, n_embd]
+  // The buffer that is not the residual stream (they swap when the last layer narrows).
+  float* normed = resid == scratch_.normed.as<float>() ? scratch_.residual.as<float>() : scratch_.normed.as<float>();
   float* q = scratch_.q.as<float>();             // [n, q_dim]
   float* k = scratch_.k.as<float>();             // [n, kv_dim]
   float* v = scratch_.v.as<float>();             // [n, kv_dim]
   float* attn = scratch_.attn_out.as<float>();   // [n, q_dim]
   float* gate = scratch_.gate.as<float>();       // [n, n_ff]
   float* up = scratch_.up.as<float>();           // [n, n_ff]
+  LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
 
-  for (int64_t r = 0; r < n_rows; ++r)
-    TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(batch.tokens[static_cast<size_t>(r)], resid + r * d));
-
-  int64_t n = n_rows;  // rows still carried; narrows to the logit rows in the last layer
-  const int64_t n_layer = config_.n_layer;
-  for (int64_t l = 0; l < n_layer; ++l) {
-    LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
-
-    // Attention block: every row of the batch takes part (their K/V enter the cache).
-    rms_norm_rows(resid, lw.attn_norm.data(), normed, n, d, eps);
-    const LinearOutput qkv[] = {{lw.attn_q.get(), q}, {lw.attn_k.get(), k}, {lw.attn_v.get(), v}};
-    TESSERA_RETURN_IF_ERROR(forward_shared_input(qkv, normed, n));
-    apply_rope(n);
-    const KvLayerView view = memory.layer(static_cast<int32_t>(l));
-    TESSERA_RETURN_IF_ERROR(check_view(view, l, first_view.block_size));
-    write_kv(view, n);
-    // A step of prompt chunks none of which ends its prompt wants no logits:
-    // the last layer's K/V are written, and nothing after them is needed.
-    if (l == n_layer - 1 && plan_.logit_rows.empty()) return Status::Ok();
-
-    AttentionArgs args;
-    args.q = q;
-    args.out = attn;
-    args.n_head = static_cast<int32_t>(config_.n_head);
-    args.n_kv_head = static_cast<int32_t>(config_.n_kv_head);
-    args.head_dim = static_cast<int32_t>(config_.head_dim);
-    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
-    args.kv = view;
-    args.seqs = plan_.attention;
-    TESSERA_RETURN_IF_ERROR(attention_.forward(args));
-
-    float* attn_rows = attn;
-    if (l == n_layer - 1) {
-      // Nothing after the last attention mixes rows, so only the rows whose
-      // logits are asked go on: gather them (in output order) into free buffers.
-      const int64_t n_out = static_cast<int64_t>(plan_.logit_rows.size());
-      for (int64_t i = 0; i < n_out; ++i) {
-        const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
-        copy_row(attn + r * config_.q_dim(), q + i * config_.q_dim(), config_.q_dim());
-        copy_row(resid + r * d, normed + i * d, d);
-      }
-      std::swap(resid, normed);
-      attn_rows = q;
-      n = n_out;
-    }
-
-    TESSERA_RETURN_IF_ERROR(lw.attn_output->forward(attn_rows, normed, n));
-    add_inplace(resid, normed, n * d);
-
-    // SwiGLU feed-forward block.
-    rms_norm_rows(resid, lw.ffn_norm.data(), normed, n, d, eps);
-    const LinearOutput gate_up[] = {{lw.ffn_gate.get(), gate}, {lw.ffn_up.get(), up}};
-    TESSERA_RETURN_IF_ERROR(forward_shared_input(gate_up, normed, n));
-    swiglu_inplace(gate, up, n * ff);
-    TESSERA_RETURN_IF_ERROR(lw.ffn_down->forward(gate, normed, n));
-    add_inplace(resid, normed, n * d);
+  // Attention block: every row of the batch takes part (their K/V enter the cache).
+  rms_norm_rows(resid, lw.attn_norm.data(), normed, n, d, eps);
+  const LinearOutput qkv[] = {{lw.attn_q.get(), q}, {lw.attn_k.get(), k}, {lw.attn_v.get(), v}};
+  TESSERA_RETURN_IF_ERROR(forward_shared_input(qkv, normed, n));
+  apply_rope(n);
+  const KvLayerView view = memory.layer(static_cast<int32_t>(l));
+  TESSERA_RETURN_IF_ERROR(check_view(view, l, first_view.block_size));
+  write_kv(view, n);
+  // A step of prompt chunks none of which ends its prompt wants no logits:
+  // the last layer's K/V are written, and nothing after them is needed.
+  if (narrow && plan_.logit_rows.empty()) {
+    go_on = false;
+    return Status::Ok();
   }
 
-  // n now equals batch.logit_rows(); logits: [n, vocab].
-  rms_norm_rows(resid, weights_.output_norm.data(), normed, n, d, eps);
-  return weights_.output->forward(normed, logits, n);
+  AttentionArgs args;
+  args.q = q;
+  args.out = attn;
+  args.n_head = static_cast<int32_t>(config_.n_head);
+  args.n_kv_head = static_cast<int32_t>(config_.n_kv_head);
+  args.head_dim = static_cast<int32_t>(config_.head_dim);
+  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  args.kv = view;
+  args.seqs = plan_.attention;
+  TESSERA_RETURN_IF_ERROR(attention_.forward(args));
+
+  float* attn_rows = attn;
+  if (narrow) {
+    // Nothing after the last attention mixes rows, so only the rows whose
+    // logits are asked go on: gather them (in output order) into free buffers.
+    const int64_t n_out = static_cast<int64_t>(plan_.logit_rows.size());
+    for (int64_t i = 0; i < n_out; ++i) {
+      const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
+      copy_row(attn + r * config_.q_dim(), q + i * config_.q_dim(), config_.q_dim());
+      copy_row(resid + r * d, normed + i * d, d);
+    }
+    std::swap(resid, normed);
+    attn_rows = q;
+    n = n_out;
+  }
+
+  TESSERA_RETURN_IF_ERROR(lw.attn_output->forward(attn_rows, normed, n));
+  add_inplace(resid, normed, n * d);
+
+  // SwiGLU feed-forward block.
+  rms_norm_rows(resid, lw.ffn_norm.data(), normed, n, d, eps);
+  const LinearOutput gate_up[] = {{lw.ffn_gate.get(), gate}, {lw.ffn_up.get(), up}};
+  TESSERA_RETURN_IF_ERROR(forward_shared_input(gate_up, normed, n));
+  swiglu_inplace(gate, up, n * ff);
+  TESSERA_RETURN_IF_ERROR(lw.ffn_down->forward(gate, normed, n));
+  add_inplace(resid, normed, n * d);
+  return Status::Ok();
 }
 
 }  // namespace tessera::transformer

@@ -33,9 +33,22 @@ class TransformerModel final : public Model {
   SequenceStateSpec state_spec() const noexcept override { return {config_.max_context, memory_}; }
   Status forward(const Batch& batch, SequenceMemory& memory, float* logits) noexcept override;
   uint64_t weight_bytes() const noexcept override { return weights_.weight_bytes; }
+  int32_t layer_count() const noexcept override { return static_cast<int32_t>(config_.n_layer); }
+  int64_t hidden_size() const noexcept override { return config_.n_embd; }
+  Status embed(std::span<const TokenId> tokens, float* hidden) noexcept override;
+  Status forward_layers(const Batch& batch, SequenceMemory& memory, int32_t first_layer, int32_t last_layer,
+                        float* hidden) noexcept override;
 
  private:
   Status run(const Batch& batch, SequenceMemory& memory, float* logits);
+  // Plans the batch and sizes the scratch for it; returns the first layer's K/V view, checked.
+  Result<KvLayerView> prepare(const Batch& batch, SequenceMemory& memory);
+  // Layer l over the residual stream resid[n, n_embd], in place. With
+  // `narrow` (the forward's last layer) only the logit rows go on after the
+  // attention: resid then points at the gathered rows and n is their count.
+  // Returns false in `go_on` when nothing after the layer's K/V is needed.
+  Status run_layer(int64_t l, SequenceMemory& memory, const KvLayerView& first_view, float*& resid, int64_t& n,
+                   bool narrow, bool& go_on);
   Status check_view(const KvLayerView& view, int64_t layer, int32_t block_size) const;
   void apply_rope(int64_t n_rows);
   void write_kv(const KvLayerView& view, int64_t n_rows);

@@ -218,6 +218,50 @@ TEST(TransformerModel, StateSpecAndWeightBytes) {
   EXPECT_EQ(h.model().vocab_size(), 50);
 }
 
+// ABI 3.6: the forward cut between layers. Layers run in two calls on two
+// fresh sequences (the second only needs its own layers' K/V) give the bits
+// of all layers in one call; ranges outside the model and tokens outside the
+// vocabulary are refused.
+TEST(TransformerModel, LayersRunOneRangeAtATimeGiveTheBitsOfOneCall) {
+  TinySpec spec;
+  spec.n_layer = 3;
+  Harness h(spec);
+  ASSERT_TRUE(h.ok());
+  Model& model = h.model();
+  ASSERT_EQ(model.layer_count(), 3);
+  ASSERT_EQ(model.hidden_size(), spec.n_embd);
+  const auto tokens = random_tokens(9, spec.vocab, 5);
+  const auto n = static_cast<int32_t>(tokens.size());
+  auto run = [&](int32_t first, int32_t last, std::vector<float>& hidden) {
+    const SeqId seq = h.new_sequence();
+    EXPECT_TRUE(h.cache().append_slots(seq, n).ok());
+    const BatchSeq bs{seq, 0, n, 0, /*n_logits=*/0};
+    const Status st = model.forward_layers(Batch{tokens, std::span<const BatchSeq>(&bs, 1)}, h.cache(), first, last,
+                                           hidden.data());
+    h.cache().release(seq);
+    return st;
+  };
+  std::vector<float> embedded(static_cast<size_t>(n * spec.n_embd));
+  ASSERT_TRUE(model.embed(tokens, embedded.data()).ok());
+
+  std::vector<float> whole = embedded;
+  ASSERT_TRUE(run(0, 3, whole).ok());
+  std::vector<float> split = embedded;
+  ASSERT_TRUE(run(0, 1, split).ok());
+  ASSERT_TRUE(run(1, 3, split).ok());
+  EXPECT_EQ(split, whole);
+  EXPECT_NE(whole, embedded);
+  std::vector<float> none = embedded;
+  ASSERT_TRUE(run(2, 2, none).ok());  // an empty range changes nothing
+  EXPECT_EQ(none, embedded);
+
+  EXPECT_EQ(run(2, 1, none).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(run(0, 4, none).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(run(-1, 1, none).code(), StatusCode::invalid_argument);
+  const std::vector<int32_t> outside = {static_cast<int32_t>(spec.vocab)};
+  EXPECT_FALSE(model.embed(outside, embedded.data()).ok());
+}
+
 TEST(TransformerModel, AttentionKernelCalledOncePerLayer) {
   TinySpec spec;
   Harness h(spec);
