@@ -13,7 +13,7 @@ namespace tessera::int8 {
 void quantize_rows(const float* w, int64_t out, int64_t in, int8_t* q, float* scales) {
   // Rows are independent: the same bytes on any number of threads. SmoothQuant's
   // alpha search quantizes every group once a candidate, so this is most of it.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (out * in >= kParallelWeightValues)
   for (int64_t o = 0; o < out; ++o) {
     const float* row = w + o * in;
     float amax = 0.0f;
@@ -43,7 +43,7 @@ class RowwiseQuantizer final : public WeightQuantizer {
   Result<QuantizedWeight> quantize(const float* weight) noexcept override {
     return guard([&]() -> Result<QuantizedWeight> {
       bool finite = true;
-#pragma omp parallel for schedule(static) reduction(&& : finite)
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (out_ * in_ >= kParallelWeightValues)
       for (int64_t i = 0; i < out_ * in_; ++i) finite = finite && std::isfinite(weight[i]);
       if (!finite) return InvalidArgument("the weight holds a NaN or infinity");
       QuantizedWeight result;
@@ -57,7 +57,7 @@ class RowwiseQuantizer final : public WeightQuantizer {
       // Summed a row at a time, in parallel, then over rows in order: the
       // same figure on any number of threads.
       std::vector<double> row_err(static_cast<size_t>(out_)), row_energy(static_cast<size_t>(out_));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (out_ * in_ >= kParallelWeightValues)
       for (int64_t o = 0; o < out_; ++o) {
         double e = 0, w2 = 0;
         for (int64_t k = 0; k < in_; ++k) {

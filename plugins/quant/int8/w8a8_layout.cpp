@@ -25,7 +25,7 @@ PackedWeight pack_weight(const int8_t* w, const float* scales, int64_t out, int6
   // Each row writes its own bytes of its panel: rows in parallel. Inputs go
   // four at a time (one 4-byte slot of the layout); a row's last inputs,
   // past a multiple of 4, one at a time.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (out * in >= kParallelWeightValues)
   for (int64_t o = 0; o < out; ++o) {
     int8_t* panel = p.panels.data() + static_cast<size_t>(o / kPanelRows) * p.panel_bytes();
     const int8_t* row = w + o * in;

@@ -26,11 +26,21 @@ inline constexpr size_t kChunkBytes = kPanelRows * kChunk;  // 1024
 // 127 * 127 * in < 2^31.
 inline constexpr int64_t kMaxInFeatures = 131072;
 
+// Below this many weight values (out * in) quantizing and packing run on one
+// thread: a fork and join costs microseconds, and calibration's tests and
+// small models (the trained Mamba's 256 x 8 projections) have many such weights.
+inline constexpr int64_t kParallelWeightValues = int64_t{1} << 16;
+
 // v rounded to the nearest integer, ties to even, for |v| <= 2^22: adding
 // and taking away 1.5 * 2^23 leaves the integer (the spacing of floats
 // there is 1, and the added constant is even), in plain float arithmetic
 // the compiler vectorizes, where std::nearbyint is a libm call on baseline
 // x86-64.
+#if defined(__FAST_MATH__)
+// -ffast-math lets the compiler fold (v + c) - c to v: every value would go
+// unrounded into the int8 cast, which truncates.
+#error "round_to_even_small needs IEEE float addition: do not build the int8 plugin with -ffast-math"
+#endif
 inline float round_to_even_small(float v) {
   constexpr float kRound = 12582912.0f;
   return (v + kRound) - kRound;

@@ -2,6 +2,7 @@
 // against direct sums, the Linear at every level against the scalar level's
 // bits and a float64 reference, the quantizer, and the built plugin.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <boost/dll/shared_library.hpp>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "rowwise_quantizer.hpp"
@@ -350,6 +352,52 @@ TEST(RowwiseQuantizer, RoundsEachRowAgainstItsOwnScale) {
   }
   EXPECT_NEAR(done->relative_error, err / energy, 1e-9);
   EXPECT_EQ(done->rounding_relative_error, done->relative_error);
+}
+
+// round_to_even_small against std::nearbyint (ties to even under the
+// default rounding mode) over the range the quantizer feeds it: every
+// half-integer tie in [-130, 130], values a float's spacing either side of
+// them, and quotients of tiny weights by tiny scales.
+TEST(RowwiseQuantizer, RoundsLikeNearbyintAtTiesAndTinyScales) {
+  for (int twice = -260; twice <= 260; ++twice) {
+    const float v = 0.5f * static_cast<float>(twice);
+    for (const float x : {v, std::nextafter(v, -1000.0f), std::nextafter(v, 1000.0f)})
+      EXPECT_EQ(round_to_even_small(x), std::nearbyint(x)) << x;
+  }
+  const std::vector<float> w = {1e-30f, -3e-30f, 2.5e-38f, 127e-38f, -63.5e-38f};
+  const float scale = 1e-38f;
+  for (const float x : w) {
+    const float q = x / scale;
+    if (std::fabs(q) <= 4194304.0f) EXPECT_EQ(round_to_even_small(q), std::nearbyint(q)) << x;
+  }
+  EXPECT_EQ(round_to_even_small(0.5f), 0.0f);
+  EXPECT_EQ(round_to_even_small(1.5f), 2.0f);
+  EXPECT_EQ(round_to_even_small(-2.5f), -2.0f);
+}
+
+// Rows are quantized and their errors summed in parallel, then added in row
+// order: one thread and four give the same bytes, scales and error.
+TEST(RowwiseQuantizer, SameBytesAndErrorOnAnyNumberOfThreads) {
+  const int64_t out = 300, in = 576;  // past kParallelWeightValues: the loops fork
+  ASSERT_GE(out * in, kParallelWeightValues);
+  const auto w = random_floats(static_cast<size_t>(out * in), 17, 0.02f);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    auto q = make_rowwise_quantizer(int8_spec(), out, in);
+    EXPECT_TRUE(q.ok());
+    auto done = (*q)->quantize(w.data());
+    EXPECT_TRUE(done.ok());
+    auto parts = (*q)->parts();
+    EXPECT_TRUE(parts.ok() && parts->size() == 1);
+    return std::make_tuple(done->data, (*parts)[0].data, done->relative_error);
+  };
+  const int before = omp_get_max_threads();
+  const auto one = run(1);
+  const auto four = run(4);
+  omp_set_num_threads(before);
+  EXPECT_TRUE(std::get<0>(one) == std::get<0>(four)) << "the int8 values differ";
+  EXPECT_TRUE(std::get<1>(one) == std::get<1>(four)) << "the row scales differ";
+  EXPECT_EQ(std::get<2>(one), std::get<2>(four));
 }
 
 TEST(RowwiseQuantizer, RefusesWhatItCannotWrite) {
