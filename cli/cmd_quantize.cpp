@@ -61,6 +61,16 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
     fmt::print("  written: {} (rows that are not whole 256-column super-blocks take the K format's fallback)\n",
                fmt::join(parts, ", "));
   }
+  if (!r.kept.empty()) {
+    // Named up to a few; --json lists them all.
+    constexpr size_t kNamed = 4;
+    std::vector<std::string> named;
+    for (size_t i = 0; i < std::min(kNamed, r.kept.size()); ++i)
+      named.push_back(fmt::format("{} ({} {}x{})", r.kept[i].name, r.kept[i].type, r.kept[i].rows, r.kept[i].cols));
+    fmt::print("  kept as stored: {} weights the format cannot hold: {}{} ({})\n", r.kept.size(), fmt::join(named, ", "),
+               r.kept.size() > kNamed ? fmt::format(" and {} more", r.kept.size() - kNamed) : std::string(),
+               r.kept.front().why);
+  }
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
   if (r.calibration_tokens > 0)

@@ -285,16 +285,15 @@ TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
 // `tessera quantize` calibrates a Mamba layer by layer over stored inputs
 // (Model ABI 3.6) and writes the bytes whole forwards write: the scan's state
 // per sequence runs through each layer alone as it does in a whole forward.
-// Mamba-2 only: Mamba-1's dt projection (256 x 8) has rows shorter than a
-// Q8_0 block, and tessera quantize refuses a weight it cannot write rather
-// than leave it in its input type (docs/quantization.md, "Not yet").
-TEST(MambaQuantize, Mamba2GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
+// Mamba-1's dt projection (256 x 8) has rows shorter than a Q8_0 block: it
+// stays f32, named in the report, and the file runs.
+TEST_P(MambaModels, GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_mamba_quantize_{}", ::getpid());
   fs::create_directories(dir);
   std::ifstream readme(kData / "README.md");  // English the models' tokenizer reads
   std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
   QuantizeJob job;
-  job.input = (kData / "mamba2.f32.gguf").string();
+  job.input = (kData / gguf()).string();
   job.output = (dir / "layered.gguf").string();
   job.spec.method = "gptq";
   job.spec.format = "ggml.q8_0";
@@ -318,6 +317,27 @@ TEST(MambaQuantize, Mamba2GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite
   const std::string a = file_bytes(job.output), b = file_bytes(whole.output);
   EXPECT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "the files differ (" << a.size() << " and " << b.size() << " bytes)";
+
+  auto written = open_model(job.output);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  if (GetParam() == "mamba1") {
+    ASSERT_EQ(layered->kept.size(), 4u);  // one dt projection a layer
+    for (const auto& k : layered->kept) {
+      EXPECT_NE(k.name.find(".ssm_dt."), std::string::npos) << k.name;
+      EXPECT_EQ(k.cols, 8) << k.name;
+      EXPECT_NE(k.why.find("not whole groups"), std::string::npos) << k.why;
+      const TensorRef* t = (*written)->find(k.name);
+      ASSERT_NE(t, nullptr) << k.name;
+      EXPECT_EQ(t->dtype, DType::f32) << k.name;
+    }
+  } else {
+    EXPECT_TRUE(layered->kept.empty());
+  }
+  auto session = open_mamba((dir / "layered.gguf").string());
+  ASSERT_NE(session, nullptr);
+  auto r = session->generate(greedy_ids(heldout_ids(), 8));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics.token_ids.size(), 8u);
   fs::remove_all(dir);
 }
 

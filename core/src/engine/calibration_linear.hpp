@@ -44,6 +44,11 @@ class CalibrationLinear final : public Linear {
     role_ = Role::observe;
   }
   void stop() { role_ = Role::stop; }
+  // The original weight again, once the passes reach the layer of a weight
+  // that stays unquantized (its format cannot hold its shape).
+  void use_reference() {
+    if (role_ == Role::stop) role_ = Role::reference;
+  }
   // From now on the product uses `quantized`, on inputs divided channel-wise
   // by `input_divisor` [in_features] (empty: as they come); the original
   // weight is released.

@@ -132,14 +132,15 @@ Result<std::vector<std::vector<int32_t>>> calibration_samples(const QuantizeJob&
 // does, a plugin's invalid_argument (the format cannot hold the spec) wins
 // over unsupported.
 Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const std::vector<std::shared_ptr<Quantizer>>& quantizers,
-                                                          const QuantizeSpec& spec, const TensorRef& weight) {
+                                                          const QuantizeSpec& spec, int64_t rows, int64_t cols,
+                                                          std::string_view name) {
   std::vector<std::string> why;
   for (const auto& q : quantizers) {
     if (!provides(*q, 2)) continue;
-    auto made = q->weight_quantizer(spec, weight.shape[0], weight.shape[1]);
+    auto made = q->weight_quantizer(spec, rows, cols);
     if (made.ok()) return made;
     if (made.status().code() == StatusCode::invalid_argument)
-      return InvalidArgument(fmt::format("{} ({})", made.status().message(), weight.name));
+      return InvalidArgument(fmt::format("{} ({})", made.status().message(), name));
     why.push_back(made.status().message());
   }
   return Unsupported(fmt::format("no quant plugin quantizes with method '{}' into '{}'{}{}", spec.method, spec.format,
@@ -445,6 +446,9 @@ nlohmann::json QuantizeReport::to_json() const {
                           {"relative_error", w.relative_error},
                           {"rounding_relative_error", w.rounding_relative_error},
                           {"calibration_rows", w.calibration_rows}});
+  nlohmann::json kept_weights = nlohmann::json::array();
+  for (const auto& k : kept)
+    kept_weights.push_back({{"name", k.name}, {"type", k.type}, {"shape", {k.rows, k.cols}}, {"why", k.why}});
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : scale_groups)
     groups.push_back(
@@ -457,6 +461,7 @@ nlohmann::json QuantizeReport::to_json() const {
   return {{"method", method},
           {"format", format},
           {"weights_quantized", weights.size()},
+          {"weights_kept", kept_weights},
           {"bits_per_weight", bits_per_weight()},
           {"file_bits_per_weight", file_bits_per_weight()},
           {"output_file_bytes", output_file_bytes},
@@ -498,22 +503,17 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     return InvalidArgument(fmt::format("{}: the model has no Linear weights in numbered layers (blk.N.) to quantize",
                                        job.input));
 
-  // Layers in order, each with its weights in name order.
-  std::map<int, std::vector<Target*>> layers;
-  for (auto& [name, target] : targets) layers[target.layer].push_back(&target);
-
   QuantizeReport report;
   report.method = job.spec.method;
   report.smooth_searched = job.smooth_search > 0;
   report.format = job.spec.format;
-  std::set<std::string> dequantized;
-  for (const auto& [name, target] : targets) {
-    if (is_block_format(target.weight->dtype)) dequantized.insert(std::string(dtype_name(target.weight->dtype)));
-  }
-  report.dequantized_types.assign(dequantized.begin(), dequantized.end());
 
-  // Fails fast, before any calibration, when no plugin can do what is asked.
-  auto probe = weight_quantizer(s.quantizers(), job.spec, *layers.begin()->second.front()->weight);
+  // Fails fast, before any calibration, when no plugin can do what is asked:
+  // the settings are tried on a shape every format holds (whole groups of
+  // 32 and 128, whole 256-column super-blocks), so that a refusal of a
+  // weight's own shape later means only that this weight does not fit.
+  constexpr int64_t kAnyFormatsShape = 256;
+  auto probe = weight_quantizer(s.quantizers(), job.spec, kAnyFormatsShape, kAnyFormatsShape, "the settings");
   if (!probe.ok()) return probe.status();
   // SmoothQuant's migration needs the inputs' channel maxima even though
   // the INT8 quantizer rounds without them.
@@ -533,6 +533,32 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     return Unsupported(fmt::format("the quant plugin writing '{}' was built for ABI 3.{}; AWQ's scale search needs 3.3",
                                    job.spec.format, (*probe)->abi_minor()));
   probe->reset();
+
+  // Layers in order, each with its weights in name order: those the format
+  // holds. A weight whose shape it cannot hold (rows that are not whole
+  // groups: Mamba-1's dt projection has 8 columns) stays as the input stores
+  // it, as llama-quantize leaves such tensors, and the report names it.
+  std::map<int, std::vector<Target*>> layers;
+  for (auto& [name, target] : targets) {
+    const TensorRef& w = *target.weight;
+    auto fits = weight_quantizer(s.quantizers(), job.spec, w.shape[0], w.shape[1], w.name);
+    if (fits.ok()) {
+      layers[target.layer].push_back(&target);
+    } else if (fits.status().code() == StatusCode::invalid_argument) {
+      report.kept.push_back({w.name, std::string(dtype_name(w.dtype)), w.shape[0], w.shape[1], fits.status().message()});
+    } else {
+      return fits.status();
+    }
+  }
+  if (layers.empty())
+    return InvalidArgument(fmt::format("{}: no weight of the model fits {}; the first: {}", job.input, job.spec.format,
+                                       report.kept.front().why));
+  std::set<std::string> dequantized;
+  for (const auto& [layer, weights] : layers) {
+    for (const Target* t : weights)
+      if (is_block_format(t->weight->dtype)) dequantized.insert(std::string(dtype_name(t->weight->dtype)));
+  }
+  report.dequantized_types.assign(dequantized.begin(), dequantized.end());
   std::vector<std::vector<int32_t>> samples;
   if (calibrate) {
     if (job.calibration_text.empty())
@@ -565,7 +591,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     for (Target* t : weights) {
       QuantizeSpec spec = job.spec;
       spec.search_clipping = searches_clipping(spec, t->weight->name);
-      auto q = weight_quantizer(s.quantizers(), spec, *t->weight);
+      auto q = weight_quantizer(s.quantizers(), spec, t->weight->shape[0], t->weight->shape[1], t->weight->name);
       if (!q.ok()) return q.status();
       quantizers[t->weight->name] = std::move(q).value();
     }
@@ -585,8 +611,10 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
       }
       for (auto& [name, target] : targets) {
         if (target.layer > layer) target.linear->stop();
-        if (target.layer == layer)
-          target.linear->observe_into(quantizers[name].get(), keepers.contains(name) ? keep_every : 0);
+        if (target.layer <= layer) target.linear->use_reference();  // a kept weight's layer is reached
+        const auto quantizer = quantizers.find(name);
+        if (target.layer == layer && quantizer != quantizers.end())
+          target.linear->observe_into(quantizer->second.get(), keepers.contains(name) ? keep_every : 0);
       }
       const auto calibration_start = Clock::now();
       if (layered) {

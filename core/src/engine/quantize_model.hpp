@@ -60,6 +60,15 @@ struct QuantizedWeightReport {
   int64_t calibration_rows = 0;        // input rows its quantizer observed
 };
 
+// A weight left as the input stores it: the format cannot hold its shape.
+struct KeptWeightReport {
+  std::string name;
+  std::string type;  // as stored in the input, and so in the output
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::string why;   // the quant plugin's refusal
+};
+
 // One scale group of one layer (AWQ's, or SmoothQuant's for INT8).
 struct ScaleGroupReport {
   std::string folds_into;            // the norm or Linear weight that took 1/s
@@ -81,6 +90,7 @@ struct QuantizeReport {
   bool smooth_searched = false;  // SmoothQuant's alpha chosen per group (QuantizeJob::smooth_search)
   std::string format;
   std::vector<QuantizedWeightReport> weights;  // in the order quantized
+  std::vector<KeptWeightReport> kept;           // weights the format cannot hold, left as they were
   std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first
   std::vector<ScaleGroupReport> scale_groups;   // AWQ's, in order
   uint64_t quantized_elements = 0;
