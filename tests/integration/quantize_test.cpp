@@ -224,6 +224,32 @@ TEST(Quantize, Q4_KWritesSuperBlocksWhereRowsAreWhole) {
   EXPECT_FALSE(greedy_text(out).empty());
 }
 
+// Into Q6_K (6-bit, sub-blocks of 16 under one f16 scale): the down
+// projections as Q6_K, the rest in its fallback Q8_0 (576 columns are not
+// whole super-blocks), general.file_type 18 (llama.cpp's MOSTLY_Q6_K), and
+// the file runs. GPTQ on the grid is unit-tested (grid_quantize_test.cpp).
+TEST(Quantize, Q6_KWritesSuperBlocksWhereRowsAreWhole) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = scratch("rtn_q6_k.gguf");
+  QuantizeJob job = job_for(out.string(), "rtn", "q6_k", true);
+  job.spec.bits = 6;
+  job.spec.group_size = 16;
+  auto report = quantize_model(job, test_registry());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->weights.size(), 30u * 7u);
+  for (const auto& w : report->weights) {
+    EXPECT_EQ(w.written_type, w.cols % 256 == 0 ? "q6_k" : "q8_0") << w.name;
+    EXPECT_LT(w.relative_error, 0.002) << w.name;
+  }
+  auto written = open_model(out.string());
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 18);
+  for (const TensorRef& t : (*written)->tensors()) {
+    if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q6_k) << t.name;
+  }
+  EXPECT_FALSE(greedy_text(out).empty());
+}
+
 // AWQ, calibrated on a short text, into Q8_0, where rounding barely matters:
 // the file must score as plain rounding's Q8_0 does. The scales change every
 // norm and most weights, and only a fold that leaves the model's function as

@@ -56,6 +56,7 @@ std::optional<uint32_t> llama_file_type(DType type) {
     case DType::q5_1: return 9;
     case DType::q4_k: return 14;  // Q4_K_S: Q4_K wherever rows are whole super-blocks
     case DType::q5_k: return 16;  // Q5_K_S
+    case DType::q6_k: return 18;
     default: return std::nullopt;
   }
 }
@@ -66,7 +67,7 @@ std::optional<uint32_t> llama_file_type(DType type) {
 std::optional<DType> written_type(const std::map<std::string, QuantizedWeight>& done) {
   if (done.empty()) return std::nullopt;
   for (const auto& [name, weight] : done)
-    if (weight.dtype == DType::q4_k || weight.dtype == DType::q5_k) return weight.dtype;
+    if (weight.dtype == DType::q4_k || weight.dtype == DType::q5_k || weight.dtype == DType::q6_k) return weight.dtype;
   return done.begin()->second.dtype;
 }
 

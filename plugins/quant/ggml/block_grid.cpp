@@ -76,6 +76,55 @@ void k_grids(const float* x, int top, BlockGrid* grids) {
   }
 }
 
+// Q6_K: the 16 sub-blocks' signed steps as int8 multiples of the
+// super-block's D.
+void q6_k_grids(const float* x, BlockGrid* grids) {
+  constexpr int kSubBlocks = kSuperBlock / 16;
+  float step[kSubBlocks];
+  float max_step = 0.0f;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    float amax = 0.0f, max = 0.0f;
+    for (int l = 0; l < 16; ++l) {
+      if (std::fabs(x[16 * j + l]) > amax) {
+        amax = std::fabs(x[16 * j + l]);
+        max = x[16 * j + l];
+      }
+    }
+    step[j] = max / -32.0f;
+    max_step = std::max(max_step, std::fabs(step[j]));
+  }
+  const float d = stored(max_step / 127.0f);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    BlockGrid& g = grids[j];
+    g.super_d = d;
+    const int scale = d > 0 ? static_cast<int>(std::nearbyint(step[j] / d)) : 0;
+    g.signed_scale = static_cast<int8_t>(std::clamp(scale, -127, 127));
+    g.d = d * static_cast<float>(g.signed_scale);  // as the dequantizer computes it
+    g.m = -32.0f * g.d;
+    g.bottom = 0;
+    g.top = 63;
+    g.empty_q = 32;
+  }
+}
+
+// One Q6_K super-block from its 16 grids and 256 indices (q in 0..63), in
+// the layout of dequantize_row_q6_k: half h of 128, its elements l, l + 32,
+// l + 64, l + 96 in the low and high nibbles of ql[64h + l] and
+// ql[64h + 32 + l] and two bits each of qh[32h + l].
+void pack_q6_k(const BlockGrid* grids, const int* q, BlockQ6K* b) {
+  b->d = f32_to_f16(grids[0].super_d);
+  for (int j = 0; j < kSuperBlock / 16; ++j) b->scales[j] = grids[j].signed_scale;
+  for (int h = 0; h < 2; ++h) {
+    const int* qq = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      b->ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0F) | ((qq[l + 64] & 0x0F) << 4));
+      b->ql[64 * h + 32 + l] = static_cast<uint8_t>((qq[l + 32] & 0x0F) | ((qq[l + 96] & 0x0F) << 4));
+      b->qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) | ((qq[l + 64] >> 4) << 4) |
+                                               ((qq[l + 96] >> 4) << 6));
+    }
+  }
+}
+
 // One Q4_K or Q5_K super-block from its 8 grids and 256 indices.
 template <typename Block>
 void pack_k(const BlockGrid* grids, const int* q, Block* b) {
@@ -136,15 +185,20 @@ int BlockGrid::index(float x) const {
 
 bool has_block_grid(DType type) {
   return type == DType::q4_0 || type == DType::q4_1 || type == DType::q5_0 || type == DType::q5_1 ||
-         type == DType::q8_0 || type == DType::q4_k || type == DType::q5_k;
+         type == DType::q8_0 || type == DType::q4_k || type == DType::q5_k || type == DType::q6_k;
 }
 
-int grid_span(DType type) { return type == DType::q4_k || type == DType::q5_k ? kSuperBlock : kBlock; }
+int grid_span(DType type) {
+  return type == DType::q4_k || type == DType::q5_k || type == DType::q6_k ? kSuperBlock : kBlock;
+}
+
+int grid_width(DType type) { return type == DType::q6_k ? 16 : kBlock; }
 
 void choose_grids(DType type, const float* x, BlockGrid* grids) {
   switch (type) {
     case DType::q4_k: k_grids(x, 15, grids); return;
     case DType::q5_k: k_grids(x, 31, grids); return;
+    case DType::q6_k: q6_k_grids(x, grids); return;
     default: grids[0] = legacy_grid(type, x); return;
   }
 }
@@ -186,6 +240,7 @@ void pack_span(DType type, const BlockGrid* grids, const int* q, void* block) {
     }
     case DType::q4_k: pack_k(grids, q, static_cast<BlockQ4K*>(block)); return;
     case DType::q5_k: pack_k(grids, q, static_cast<BlockQ5K*>(block)); return;
+    case DType::q6_k: pack_q6_k(grids, q, static_cast<BlockQ6K*>(block)); return;
     default: return;
   }
 }

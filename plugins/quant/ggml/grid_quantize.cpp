@@ -21,7 +21,7 @@ GridWeights empty_weights(DType type, int64_t rows, int64_t cols) {
   g.type = type;
   g.rows = rows;
   g.cols = cols;
-  g.grids.resize(static_cast<size_t>(rows * (cols / kBlock)));
+  g.grids.resize(static_cast<size_t>(rows * (cols / grid_width(type))));
   g.q.resize(static_cast<size_t>(rows * cols));
   return g;
 }
@@ -55,7 +55,8 @@ std::vector<std::byte> GridWeights::pack() const {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < cols / span; ++b) {
       for (int j = 0; j < span; ++j) idx[static_cast<size_t>(j)] = q[static_cast<size_t>(r * cols + b * span + j)];
-      pack_span(type, &grids[static_cast<size_t>(r * (cols / kBlock) + b * span / kBlock)], idx.data(),
+      const int width = grid_width(type);
+      pack_span(type, &grids[static_cast<size_t>(r * (cols / width) + b * span / width)], idx.data(),
                 out.data() + (r * (cols / span) + b) * block_bytes);
     }
   }
@@ -69,14 +70,15 @@ void GridWeights::values(float* out) const {
 
 GridWeights round_to_nearest(DType type, const float* w, int64_t rows, int64_t cols) {
   const int span = grid_span(type);
+  const int width = grid_width(type);
   GridWeights g = empty_weights(type, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c0 = 0; c0 < cols; c0 += span) {
       const float* x = w + r * cols + c0;
-      BlockGrid* grids = &g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)];
+      BlockGrid* grids = &g.grids[static_cast<size_t>(r * (cols / width) + c0 / width)];
       choose_grids(type, x, grids);
       for (int j = 0; j < span; ++j)
-        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(grids[j / kBlock].index(x[j]));
+        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(grids[j / width].index(x[j]));
     }
   }
   return g;
@@ -88,7 +90,8 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     return Internal("GPTQ: the Hessian is " + std::to_string(hessian.rows()) + "x" + std::to_string(hessian.cols()) +
                     " for " + std::to_string(cols) + " input columns");
   GridWeights out = empty_weights(type, rows, cols);
-  const int64_t groups = cols / kBlock;
+  const int width = grid_width(type);
+  const int64_t groups = cols / width;
   const int span = grid_span(type);  // columns whose grids are chosen together
 
   Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
@@ -104,7 +107,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     // Static groups: every grid from the original weights.
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c0 = 0; c0 < cols; c0 += span)
-        choose_grids(type, w + r * cols + c0, &out.grids[static_cast<size_t>(r * groups + c0 / kBlock)]);
+        choose_grids(type, w + r * cols + c0, &out.grids[static_cast<size_t>(r * groups + c0 / width)]);
   }
 
   // Columns and Hessian in quantization order; W column-major so a column is contiguous.
@@ -126,7 +129,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     Eigen::MatrixXf errors(rows, i2 - i1);
     for (int64_t k = i1; k < i2; ++k) {
       const int64_t column = order[static_cast<size_t>(k)];
-      const int64_t group = column / kBlock;
+      const int64_t group = column / width;
       if (!settings.act_order && column % span == 0) {
         // Blocks are whole spans, so the span's columns have every update so far.
         for (int64_t r = 0; r < rows; ++r) {
@@ -153,13 +156,14 @@ GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, i
                                      const Eigen::MatrixXf& hessian) {
   constexpr int kCandidates = 10;  // r = 1 - i / 20
   const int span = grid_span(type);
-  const int groups_per_span = span / kBlock;
+  const int width = grid_width(type);
+  const int groups_per_span = span / width;
   GridWeights g = empty_weights(type, rows, cols);
   const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
   std::vector<float> clamped(static_cast<size_t>(span));
   std::vector<BlockGrid> grids(static_cast<size_t>(groups_per_span));
   std::vector<int> best_candidate(static_cast<size_t>(groups_per_span));
-  Eigen::Matrix<float, kBlock, 1> error;
+  Eigen::VectorXf error(width);
   for (int64_t c0 = 0; c0 < cols; c0 += span) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* x = w + r * cols + c0;
@@ -168,18 +172,18 @@ GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, i
       // share of the output; a K format's later groups are searched with the
       // earlier ones' choices in place (they share the super-block's scales).
       for (int b = 0; b < groups_per_span; ++b) {
-        const float* xb = x + b * kBlock;
-        float* cb = clamped.data() + b * kBlock;
-        const Eigen::Matrix<float, kBlock, kBlock> h_block = h.block<kBlock, kBlock>(c0 + b * kBlock, c0 + b * kBlock);
+        const float* xb = x + b * width;
+        float* cb = clamped.data() + b * width;
+        const auto h_block = h.block(c0 + b * width, c0 + b * width, width, width);
         float amax = 0.0f;
-        for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        for (int j = 0; j < width; ++j) amax = std::max(amax, std::fabs(xb[j]));
         float best_loss = std::numeric_limits<float>::infinity();
         for (int i = 0; i < kCandidates; ++i) {
           const float limit = amax * (1.0f - static_cast<float>(i) / 20.0f);
-          for (int j = 0; j < kBlock; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
+          for (int j = 0; j < width; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
           choose_grids(type, clamped.data(), grids.data());
           const BlockGrid& grid = grids[static_cast<size_t>(b)];
-          for (int j = 0; j < kBlock; ++j) error[j] = xb[j] - grid.value(grid.index(xb[j]));
+          for (int j = 0; j < width; ++j) error[j] = xb[j] - grid.value(grid.index(xb[j]));
           const float loss = error.dot(h_block * error);
           if (loss < best_loss) {  // the first on ties: unreached inputs keep r = 1
             best_loss = loss;
@@ -187,13 +191,13 @@ GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, i
           }
         }
         const float limit = amax * (1.0f - static_cast<float>(best_candidate[static_cast<size_t>(b)]) / 20.0f);
-        for (int j = 0; j < kBlock; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
+        for (int j = 0; j < width; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
       }
-      BlockGrid* out = &g.grids[static_cast<size_t>(r * (cols / kBlock) + c0 / kBlock)];
+      BlockGrid* out = &g.grids[static_cast<size_t>(r * (cols / width) + c0 / width)];
       choose_grids(type, clamped.data(), out);
       // Every weight, clamped or not, rounds to its nearest grid value.
       for (int j = 0; j < span; ++j)
-        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(out[j / kBlock].index(x[j]));
+        g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(out[j / width].index(x[j]));
     }
   }
   return g;

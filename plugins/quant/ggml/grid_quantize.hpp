@@ -10,10 +10,10 @@
 // the mean diagonal added to it), the Cholesky factor of H⁻¹, blocks of
 // columns whose updates to later columns are applied lazily as one matrix
 // product, and optionally act-order (columns by decreasing H diagonal). A
-// block format's groups are fixed runs of 32 columns, so with act-order every
+// block format's groups are fixed runs of 32 columns (16 for Q6_K), so with act-order every
 // group's grid is chosen up front from the original weights (the reference's
 // "static groups"); without it, from the updated weights when the group's
-// first column is reached; for Q4_K/Q5_K, whose 8 groups of a super-block
+// first column is reached; for Q4_K/Q5_K/Q6_K, whose groups of a super-block
 // share its scales, when the super-block's first column is reached. Input channels never seen in calibration (H
 // diagonal 0) keep their weights and are rounded like the rest: the
 // reference zeroes them, which would erase weights the calibration text
@@ -36,10 +36,13 @@ struct GridWeights {
   DType type = DType::q4_0;
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<BlockGrid> grids;  // [rows, cols / 32]
+  std::vector<BlockGrid> grids;  // [rows, cols / grid_width(type)]
   std::vector<uint8_t> q;        // [rows, cols]
 
-  const BlockGrid& grid(int64_t r, int64_t c) const { return grids[static_cast<size_t>(r * (cols / 32) + c / 32)]; }
+  const BlockGrid& grid(int64_t r, int64_t c) const {
+    const int width = grid_width(type);
+    return grids[static_cast<size_t>(r * (cols / width) + c / width)];
+  }
   float value(int64_t r, int64_t c) const { return grid(r, c).value(q[static_cast<size_t>(r * cols + c)]); }
   // The stored bytes: rows of blocks in `type`'s layout.
   std::vector<std::byte> pack() const;
@@ -67,7 +70,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
 // Quantization"): like round_to_nearest, but each group's grid is chosen from
 // its weights clamped to ±r·max|w| for the r in 1, 0.95, ..., 0.55 whose
 // rounding error on the group's own share of the output, eᵀ H_bb e with
-// H_bb the group's 32x32 diagonal part of H, is least (the first on ties, so
+// H_bb the group's diagonal block of H (32x32; 16x16 for Q6_K), is least (the first on ties, so
 // a group the inputs never reached keeps r = 1); a K format's groups one
 // after another, each with the earlier ones' r in place. Every weight,
 // clamped or not, is rounded to its nearest grid value. hessian: [cols,
