@@ -24,6 +24,7 @@ namespace {
 std::optional<std::string> format_for(int bits, bool symmetric) {
   if (bits == 4) return symmetric ? "q4_0" : "q4_1";
   if (bits == 5) return symmetric ? "q5_0" : "q5_1";
+  if (bits == 3 && symmetric) return "q3_k";
   if (bits == 6 && symmetric) return "q6_k";
   if (bits == 8 && symmetric) return "q8_0";
   return std::nullopt;
@@ -33,7 +34,7 @@ std::optional<std::string> format_for(int bits, bool symmetric) {
 void implied_by(const std::string& format, int* bits, bool* symmetric) {
   if (format.size() < 4 || format[0] != 'q') return;
   *bits = format[1] - '0';
-  *symmetric = format.ends_with("_0") || format == "q6_k";
+  *symmetric = format.ends_with("_0") || format == "q3_k" || format == "q6_k";
 }
 
 void print_progress(const QuantizeProgress& p) {
@@ -123,11 +124,11 @@ int cmd_quantize(int argc, char** argv) {
   options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
       "output", "the GGUF to write", cxxopts::value<std::string>())(
       "method", "rtn, gptq, awq or int8 (INT8 W8A8: int8 weights with a scale per row, int8 activations per token)", cxxopts::value<std::string>()->default_value("rtn"))(
-      "format", "q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k (default: from --bits and --sym/--asym; q4_k/q5_k/q6_k: weights "
-      "whose rows are not whole 256-column super-blocks go into q5_0/q5_1/q8_0, as llama-quantize does); int8 writes its "
+      "format", "q4_0, q4_1, q5_0, q5_1, q8_0, q3_k, q4_k, q5_k or q6_k (default: from --bits and --sym/--asym; K formats: weights whose "
+      "rows are not whole 256-column super-blocks go into q5_0/q5_1/q8_0 as llama-quantize does, q3_k into q4_0); int8 writes its "
       "own (i8)",
-      cxxopts::value<std::string>())("bits", "bits per weight value (4, 5, 6 or 8; default 4)", cxxopts::value<int>())(
-      "group-size", "input columns sharing a scale (GGUF's block formats: 32, q6_k 16; -1: a whole row)",
+      cxxopts::value<std::string>())("bits", "bits per weight value (3, 4, 5, 6 or 8; default 4)", cxxopts::value<int>())(
+      "group-size", "input columns sharing a scale (GGUF's block formats: 32, q3_k/q6_k 16; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
       "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
       "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value("0.01"))(
@@ -197,8 +198,8 @@ int cmd_quantize(int argc, char** argv) {
                                       spec.bits, spec.symmetric ? "symmetric" : "asymmetric"));
     format = *f;
   }
-  // Q6_K's scales are per 16 columns (sub-blocks of 16 under one f16 scale).
-  if (format == "q6_k" && !args.count("group-size")) spec.group_size = 16;
+  // Q3_K's and Q6_K's scales are per 16 columns (sub-blocks of 16 under one f16 scale).
+  if ((format == "q3_k" || format == "q6_k") && !args.count("group-size")) spec.group_size = 16;
   if (spec.method != "int8") spec.format = "ggml." + format;
 
   if (args.count("calibration")) {

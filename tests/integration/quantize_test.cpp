@@ -224,30 +224,42 @@ TEST(Quantize, Q4_KWritesSuperBlocksWhereRowsAreWhole) {
   EXPECT_FALSE(greedy_text(out).empty());
 }
 
-// Into Q6_K (6-bit, sub-blocks of 16 under one f16 scale): the down
-// projections as Q6_K, the rest in its fallback Q8_0 (576 columns are not
-// whole super-blocks), general.file_type 18 (llama.cpp's MOSTLY_Q6_K), and
-// the file runs. GPTQ on the grid is unit-tested (grid_quantize_test.cpp).
-TEST(Quantize, Q6_KWritesSuperBlocksWhereRowsAreWhole) {
+// Into Q6_K and Q3_K (sub-blocks of 16 under one f16 scale): the down
+// projections in the K format, the rest in its fallback (576 columns are
+// not whole super-blocks: Q8_0 for Q6_K as llama-quantize does; Q4_0 for
+// Q3_K, where llama-quantize writes IQ4_NL), general.file_type llama.cpp's
+// (MOSTLY_Q6_K 18, MOSTLY_Q3_K_S 11), and the file runs. GPTQ on the grids
+// is unit-tested (grid_quantize_test.cpp).
+TEST(Quantize, SixteenWideKFormatsWriteSuperBlocksWhereRowsAreWhole) {
   SKIP_WITHOUT_MODEL();
-  const fs::path out = scratch("rtn_q6_k.gguf");
-  QuantizeJob job = job_for(out.string(), "rtn", "q6_k", true);
-  job.spec.bits = 6;
-  job.spec.group_size = 16;
-  auto report = quantize_model(job, test_registry());
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  ASSERT_EQ(report->weights.size(), 30u * 7u);
-  for (const auto& w : report->weights) {
-    EXPECT_EQ(w.written_type, w.cols % 256 == 0 ? "q6_k" : "q8_0") << w.name;
-    EXPECT_LT(w.relative_error, 0.002) << w.name;
+  struct Case {
+    const char* format;
+    int bits;
+    const char* fallback;
+    int file_type;
+    double largest_error;  // relative, of rounding a weight
+  };
+  for (const Case& c : {Case{"q6_k", 6, "q8_0", 18, 0.002}, Case{"q3_k", 3, "q4_0", 11, 0.08}}) {
+    SCOPED_TRACE(c.format);
+    const fs::path out = scratch(std::string("rtn_") + c.format + ".gguf");
+    QuantizeJob job = job_for(out.string(), "rtn", c.format, true);
+    job.spec.bits = c.bits;
+    job.spec.group_size = 16;
+    auto report = quantize_model(job, test_registry());
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    ASSERT_EQ(report->weights.size(), 30u * 7u);
+    for (const auto& w : report->weights) {
+      EXPECT_EQ(w.written_type, w.cols % 256 == 0 ? c.format : c.fallback) << w.name;
+      EXPECT_LT(w.relative_error, c.largest_error) << w.name;
+    }
+    auto written = open_model(out.string());
+    ASSERT_TRUE(written.ok()) << written.status().message();
+    EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), c.file_type);
+    for (const TensorRef& t : (*written)->tensors()) {
+      if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(dtype_name(t.dtype), c.format) << t.name;
+    }
+    EXPECT_FALSE(greedy_text(out).empty());
   }
-  auto written = open_model(out.string());
-  ASSERT_TRUE(written.ok()) << written.status().message();
-  EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 18);
-  for (const TensorRef& t : (*written)->tensors()) {
-    if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q6_k) << t.name;
-  }
-  EXPECT_FALSE(greedy_text(out).empty());
 }
 
 // AWQ, calibrated on a short text, into Q8_0, where rounding barely matters:

@@ -54,6 +54,7 @@ std::optional<uint32_t> llama_file_type(DType type) {
     case DType::q8_0: return 7;
     case DType::q5_0: return 8;
     case DType::q5_1: return 9;
+    case DType::q3_k: return 11;  // Q3_K_S: Q3_K wherever rows are whole super-blocks
     case DType::q4_k: return 14;  // Q4_K_S: Q4_K wherever rows are whole super-blocks
     case DType::q5_k: return 16;  // Q5_K_S
     case DType::q6_k: return 18;
@@ -67,7 +68,9 @@ std::optional<uint32_t> llama_file_type(DType type) {
 std::optional<DType> written_type(const std::map<std::string, QuantizedWeight>& done) {
   if (done.empty()) return std::nullopt;
   for (const auto& [name, weight] : done)
-    if (weight.dtype == DType::q4_k || weight.dtype == DType::q5_k || weight.dtype == DType::q6_k) return weight.dtype;
+    if (weight.dtype == DType::q3_k || weight.dtype == DType::q4_k || weight.dtype == DType::q5_k ||
+        weight.dtype == DType::q6_k)
+      return weight.dtype;
   return done.begin()->second.dtype;
 }
 

@@ -76,9 +76,10 @@ void k_grids(const float* x, int top, BlockGrid* grids) {
   }
 }
 
-// Q6_K: the 16 sub-blocks' signed steps as int8 multiples of the
-// super-block's D.
-void q6_k_grids(const float* x, BlockGrid* grids) {
+// Q6_K and Q3_K: the 16 sub-blocks' signed steps (each sub-block's value of
+// largest magnitude at q - half = -half) as integer multiples, at most
+// max_scale in magnitude, of the super-block's D.
+void symmetric_k_grids(const float* x, int half, int max_scale, BlockGrid* grids) {
   constexpr int kSubBlocks = kSuperBlock / 16;
   float step[kSubBlocks];
   float max_step = 0.0f;
@@ -90,20 +91,43 @@ void q6_k_grids(const float* x, BlockGrid* grids) {
         max = x[16 * j + l];
       }
     }
-    step[j] = max / -32.0f;
+    step[j] = max / static_cast<float>(-half);
     max_step = std::max(max_step, std::fabs(step[j]));
   }
-  const float d = stored(max_step / 127.0f);
+  const float d = stored(max_step / static_cast<float>(max_scale));
   for (int j = 0; j < kSubBlocks; ++j) {
     BlockGrid& g = grids[j];
     g.super_d = d;
     const int scale = d > 0 ? static_cast<int>(std::nearbyint(step[j] / d)) : 0;
-    g.signed_scale = static_cast<int8_t>(std::clamp(scale, -127, 127));
-    g.d = d * static_cast<float>(g.signed_scale);  // as the dequantizer computes it
-    g.m = -32.0f * g.d;
+    g.signed_scale = static_cast<int8_t>(std::clamp(scale, -max_scale, max_scale));
+    g.d = d * static_cast<float>(g.signed_scale);  // as the dequantizers compute it
+    g.m = -static_cast<float>(half) * g.d;
     g.bottom = 0;
-    g.top = 63;
-    g.empty_q = 32;
+    g.top = 2 * half - 1;
+    g.empty_q = half;
+  }
+}
+
+// One Q3_K super-block from its 16 grids and 256 indices (q in 0..7), in the
+// layout low_bit_kquants.hpp reads: sub-block s's scale + 32 as its low four
+// bits in the low (s < 8) or high nibble of scales[s % 8] and its high two at
+// bits 2 (s / 4) of scales[8 + s % 4]; element e's two low bits at bits
+// 2 ((e % 128) / 32) of qs[32 (e / 128) + e % 32], its third at bit e / 32
+// of hmask[e % 32].
+void pack_q3_k(const BlockGrid* grids, const int* q, BlockQ3K* b) {
+  b->d = f32_to_f16(grids[0].super_d);
+  std::memset(b->scales, 0, sizeof(b->scales));
+  for (int s = 0; s < 16; ++s) {
+    const int v = grids[s].signed_scale + 32;  // 0..63
+    b->scales[s % 8] = static_cast<uint8_t>(b->scales[s % 8] | ((v & 0x0F) << (s < 8 ? 0 : 4)));
+    b->scales[8 + s % 4] = static_cast<uint8_t>(b->scales[8 + s % 4] | ((v >> 4) << (2 * (s / 4))));
+  }
+  std::memset(b->qs, 0, sizeof(b->qs));
+  std::memset(b->hmask, 0, sizeof(b->hmask));
+  for (int e = 0; e < kSuperBlock; ++e) {
+    uint8_t& low = b->qs[32 * (e / 128) + e % 32];
+    low = static_cast<uint8_t>(low | ((q[e] & 3) << (2 * ((e % 128) / 32))));
+    b->hmask[e % 32] = static_cast<uint8_t>(b->hmask[e % 32] | ((q[e] >> 2) << (e / 32)));
   }
 }
 
@@ -185,20 +209,23 @@ int BlockGrid::index(float x) const {
 
 bool has_block_grid(DType type) {
   return type == DType::q4_0 || type == DType::q4_1 || type == DType::q5_0 || type == DType::q5_1 ||
-         type == DType::q8_0 || type == DType::q4_k || type == DType::q5_k || type == DType::q6_k;
+         type == DType::q8_0 || type == DType::q3_k || type == DType::q4_k || type == DType::q5_k ||
+         type == DType::q6_k;
 }
 
 int grid_span(DType type) {
-  return type == DType::q4_k || type == DType::q5_k || type == DType::q6_k ? kSuperBlock : kBlock;
+  return type == DType::q3_k || type == DType::q4_k || type == DType::q5_k || type == DType::q6_k ? kSuperBlock
+                                                                                                 : kBlock;
 }
 
-int grid_width(DType type) { return type == DType::q6_k ? 16 : kBlock; }
+int grid_width(DType type) { return type == DType::q3_k || type == DType::q6_k ? 16 : kBlock; }
 
 void choose_grids(DType type, const float* x, BlockGrid* grids) {
   switch (type) {
     case DType::q4_k: k_grids(x, 15, grids); return;
     case DType::q5_k: k_grids(x, 31, grids); return;
-    case DType::q6_k: q6_k_grids(x, grids); return;
+    case DType::q6_k: symmetric_k_grids(x, 32, 127, grids); return;  // int8 scales
+    case DType::q3_k: symmetric_k_grids(x, 4, 31, grids); return;    // 6-bit scales, -32..31
     default: grids[0] = legacy_grid(type, x); return;
   }
 }
@@ -241,6 +268,7 @@ void pack_span(DType type, const BlockGrid* grids, const int* q, void* block) {
     case DType::q4_k: pack_k(grids, q, static_cast<BlockQ4K*>(block)); return;
     case DType::q5_k: pack_k(grids, q, static_cast<BlockQ5K*>(block)); return;
     case DType::q6_k: pack_q6_k(grids, q, static_cast<BlockQ6K*>(block)); return;
+    case DType::q3_k: pack_q3_k(grids, q, static_cast<BlockQ3K*>(block)); return;
     default: return;
   }
 }

@@ -2,8 +2,8 @@
 // can hold, for quantizers that choose each element's value themselves (RTN,
 // GPTQ, AWQ): the legacy formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: a block of
 // 32, one scale) and the K formats whose sub-blocks are 32 wide (Q4_K, Q5_K:
-// a super-block of 256 = 8 sub-blocks), and Q6_K (a super-block of 256 =
-// 16 sub-blocks of 16).
+// a super-block of 256 = 8 sub-blocks), and Q3_K and Q6_K (a super-block of
+// 256 = 16 sub-blocks of 16).
 //
 // Every group stores x = d * q + m for an integer q in [bottom, top], with d
 // and m as the file holds them (f16-rounded): Q4_0 m = -8 d, q in 0..15; Q4_1
@@ -12,15 +12,17 @@
 // d = D * scale and m = -(Dmin * min) with the super-block's f16 D and Dmin
 // and the sub-block's 6-bit scale and min, q in 0..15 / 0..31; Q6_K d = D *
 // scale with the super-block's f16 D and the sub-block's int8 scale, m =
-// -32 d, q in 0..63. Rounding
+// -32 d, q in 0..63; Q3_K likewise with a 6-bit scale in -32..31, m = -4 d,
+// q in 0..7. Rounding
 // against the stored d and m (ggml's reference rounds against d before f16
 // rounding) makes the value a quantizer computes the value the file holds,
 // which GPTQ's error feedback needs.
 //
 // A K format's groups are chosen together: D and Dmin are the largest of the
 // super-block's 8 steps and minima over 63 (Q6_K: D the largest of its 16
-// steps over 127), so the grids of a span of grid_span(type) = 256 columns
-// come from one call. A group is grid_width(type) columns: 32, or 16 for Q6_K.
+// steps over 127; Q3_K over 31), so the grids of a span of grid_span(type) =
+// 256 columns come from one call. A group is grid_width(type) columns: 32,
+// or 16 for Q3_K and Q6_K.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +43,10 @@ struct BlockGrid {
   float super_dmin = 0.0f;
   uint8_t k_scale = 0;
   uint8_t k_min = 0;
-  // Q6_K only: the super-block's D (super_d) times this sub-block's int8
+  // Q6_K and Q3_K: the super-block's D (super_d) times this sub-block's
   // scale is d; the sign is the one that puts the sub-block's value of
-  // largest magnitude at q - 32 = -32, as Q4_0 and Q5_0 do.
+  // largest magnitude at the grid's most negative level (q - 32 = -32,
+  // q - 4 = -4), as Q4_0 and Q5_0 do.
   int8_t signed_scale = 0;
 
   // The q whose value is nearest x (ties to even), clamped to the grid.
@@ -55,10 +58,10 @@ struct BlockGrid {
 bool has_block_grid(DType type);
 
 // The columns whose grids are chosen together and stored as one block: 32,
-// or 256 for Q4_K/Q5_K/Q6_K.
+// or 256 for the K formats.
 int grid_span(DType type);
 
-// The columns of one grid (one scale): 32, or 16 for Q6_K.
+// The columns of one grid (one scale): 32, or 16 for Q3_K and Q6_K.
 int grid_width(DType type);
 
 // The grids for x[grid_span(type)], one per grid_width(type) columns.
@@ -69,10 +72,11 @@ int grid_width(DType type);
 // and Dmin = max |minimum| / 63 (reference.hpp's quantize_row_q4_k rule; not
 // llama.cpp's search, which GPTQ and AWQ's clipping stand in for). Q6_K:
 // per 16, the value of largest magnitude at q - 32 = -32 (step = that value
-// / -32), the 16 steps as int8 multiples of D = max |step| / 127.
+// / -32), the 16 steps as int8 multiples of D = max |step| / 127; Q3_K the
+// same with -4 and 6-bit multiples of D = max |step| / 31.
 void choose_grids(DType type, const float* x, BlockGrid* grids);
 
-// Writes one block (Q4_K/Q5_K/Q6_K: one super-block) of `type`,
+// Writes one block (a K format: one super-block) of `type`,
 // dtype_info(type).block_bytes, from its grids and its grid_span(type)
 // indices q[j] in [grid.bottom, grid.top].
 void pack_span(DType type, const BlockGrid* grids, const int* q, void* block);

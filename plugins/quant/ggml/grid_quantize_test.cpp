@@ -20,9 +20,9 @@ namespace {
 using testing::random_floats;
 
 constexpr DType kTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0};
-constexpr DType kKTypes[] = {DType::q4_k, DType::q5_k, DType::q6_k};
+constexpr DType kKTypes[] = {DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k};
 constexpr DType kAllTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0,
-                                DType::q4_k, DType::q5_k, DType::q6_k};
+                                DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k};
 
 std::string name(DType t) { return std::string(dtype_name(t)); }
 
@@ -133,8 +133,10 @@ TEST(KGrids, PackedBytesHoldTheGridValues) {
     for (int j = 0; j < 32; ++j) EXPECT_EQ(from_grid[static_cast<size_t>(32 + j)], 0.0f) << name(t);
     for (int j = 0; j < 256; ++j) EXPECT_EQ(from_grid[static_cast<size_t>(kCols + 256 + j)], 0.0f) << name(t);
     // 4 bits: a step of 1/15 of each sub-block's range, rounded to 6-bit
-    // scales; Q6_K: 1/32 of each 16's largest magnitude, int8 scales.
-    EXPECT_LT(lost / energy, t == DType::q4_k ? 0.02 : t == DType::q5_k ? 0.006 : 0.002) << name(t);
+    // scales; Q6_K: 1/32 of each 16's largest magnitude, int8 scales; Q3_K
+    // 1/4 of it, 6-bit scales.
+    const double bound = t == DType::q3_k ? 0.06 : t == DType::q4_k ? 0.02 : t == DType::q5_k ? 0.006 : 0.002;
+    EXPECT_LT(lost / energy, bound) << name(t);
   }
 }
 
@@ -171,7 +173,7 @@ TEST(Gptq, CorrelatedInputsLoseLessThanRounding) {
   const auto w = random_floats(kRows * kCols, 21);
   const auto x = correlated_inputs(kInputs, kCols, 22);
   const Eigen::MatrixXf h = hessian_of(x, kCols);
-  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const auto rtn = round_to_nearest(t, w.data(), kRows, kCols);
     const double rtn_error = relative_error(w.data(), rtn, h);
     for (bool act_order : {false, true}) {
@@ -276,10 +278,12 @@ TEST(WeightQuantizer, KFormatsFallBackWhereRowsAreNotWholeSuperBlocks) {
   };
   for (const Case& c : {Case{"ggml.q4_k", 4, 512, DType::q4_k}, Case{"ggml.q4_k", 4, 576, DType::q5_0},
                         Case{"ggml.q5_k", 5, 256, DType::q5_k}, Case{"ggml.q5_k", 5, 96, DType::q5_1},
-                        Case{"ggml.q6_k", 6, 768, DType::q6_k}, Case{"ggml.q6_k", 6, 576, DType::q8_0}}) {
-    const bool q6_k = std::string(c.format) == "ggml.q6_k";  // symmetric, groups of 16
+                        Case{"ggml.q6_k", 6, 768, DType::q6_k}, Case{"ggml.q6_k", 6, 576, DType::q8_0},
+                        Case{"ggml.q3_k", 3, 256, DType::q3_k}, Case{"ggml.q3_k", 3, 576, DType::q4_0}}) {
+    // Q3_K and Q6_K: symmetric, groups of 16.
+    const bool sixteen = std::string(c.format) == "ggml.q6_k" || std::string(c.format) == "ggml.q3_k";
     QuantizeSpec spec{
-        .method = "rtn", .format = c.format, .bits = c.bits, .group_size = q6_k ? 16 : 32, .symmetric = q6_k};
+        .method = "rtn", .format = c.format, .bits = c.bits, .group_size = sixteen ? 16 : 32, .symmetric = sixteen};
     auto wq = make_weight_quantizer(spec, 4, c.cols);
     ASSERT_TRUE(wq.ok()) << wq.status().message();
     const auto w = random_floats(4 * c.cols, 61);
@@ -313,7 +317,7 @@ TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
             "ggml.q4_0 holds 4-bit symmetric groups of 32; asked for 4-bit asymmetric groups of 32");
   EXPECT_EQ(refused(ok, 48), "ggml.q4_0 holds 4-bit symmetric groups of 32: a weight of 8x48 has rows that are not whole groups");
   EXPECT_NE(refused(with([](QuantizeSpec& s) { s.method = "hqq"; })).find("not 'hqq'"), std::string::npos);
-  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q3_k"; })).find("not 'ggml.q3_k'"), std::string::npos);
+  EXPECT_NE(refused(with([](QuantizeSpec& s) { s.format = "ggml.q2_k"; })).find("not 'ggml.q2_k'"), std::string::npos);
   EXPECT_EQ(refused(with([](QuantizeSpec& s) {
               s.format = "ggml.q6_k";
               s.bits = 6;

@@ -15,17 +15,18 @@ namespace tessera::ggml {
 namespace {
 
 // What each writable format holds: groups of grid_width(type) columns (32;
-// Q6_K 16). A K format stores rows of 256-column super-blocks; a weight
-// whose rows are not whole super-blocks is written in `fallback`, as
+// Q3_K and Q6_K 16). A K format stores rows of 256-column super-blocks; a
+// weight whose rows are not whole super-blocks is written in `fallback`, as
 // llama-quantize does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0: more bits,
-// never fewer), so its rows must be whole groups of 32.
+// never fewer; Q3_K -> Q4_0, where llama-quantize writes IQ4_NL, which this
+// plugin does not write), so its rows must be whole groups of 32.
 struct FormatShape {
   DType type;
   int bits;
   bool symmetric;
   DType fallback;
 };
-constexpr std::array<FormatShape, 8> kWritable = {{
+constexpr std::array<FormatShape, 9> kWritable = {{
     {DType::q4_0, 4, true, DType::q4_0},
     {DType::q4_1, 4, false, DType::q4_1},
     {DType::q5_0, 5, true, DType::q5_0},
@@ -34,6 +35,7 @@ constexpr std::array<FormatShape, 8> kWritable = {{
     {DType::q4_k, 4, false, DType::q5_0},
     {DType::q5_k, 5, false, DType::q5_1},
     {DType::q6_k, 6, true, DType::q8_0},
+    {DType::q3_k, 3, true, DType::q4_0},
 }};
 
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -193,8 +195,8 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
     if (type && f.type == *type) shape = &f;
   if (shape == nullptr)
     return Unsupported(
-        "the ggml quant plugin writes ggml.q4_0, ggml.q4_1, ggml.q5_0, ggml.q5_1, ggml.q8_0, ggml.q4_k, ggml.q5_k "
-        "and ggml.q6_k, not '" + spec.format + "'");
+        "the ggml quant plugin writes ggml.q4_0, ggml.q4_1, ggml.q5_0, ggml.q5_1, ggml.q8_0, ggml.q3_k, ggml.q4_k, "
+        "ggml.q5_k and ggml.q6_k, not '" + spec.format + "'");
   const int width = grid_width(*type);
   const std::string holds = spec.format + " holds " + std::to_string(shape->bits) + "-bit " +
                             (shape->symmetric ? "symmetric" : "asymmetric") + " groups of " + std::to_string(width);
