@@ -427,8 +427,8 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--smooth takes an alpha in (0, 1) or 'auto', not 'strong'");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method rtn --smooth auto"), 2,
                          "--smooth (SmoothQuant's migration) goes with --method int8");
-  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 3"), 2,
-                         "no GGUF block format holds 3-bit symmetric groups");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 2"), 2,
+                         "no GGUF block format holds 2-bit symmetric groups");
 }
 
 TEST(Cli, QuantizeKeepsAnExistingOutputAndWritesWithForce) {
@@ -459,6 +459,20 @@ TEST(Cli, QuantizeQ4_KSaysWhichWeightsFellBack) {
   const auto run = run_command(kCli + " run " + kQuickstart + " --set model.path=" + out.string() + " --threads 2");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
+}
+
+// --bits 3 and --bits 6 pick Q3_K and Q6_K with their groups of 16 (no
+// --group-size needed), and say which weights took the fallback.
+TEST(Cli, QuantizeBitsThreeAndSixPickTheSixteenWideKFormats) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = write_file("q3_k.gguf", "");
+  for (const auto& [bits, written] : {std::pair{"3", "written: 30 in q3_k, 180 in q4_0"},
+                                      std::pair{"6", "written: 30 in q6_k, 180 in q8_0"}}) {
+    const auto r = run_command(kCli + " quantize " + kModel.string() + " " + out.string() + " --bits " + bits +
+                               " --force --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(written), std::string::npos) << r.out;
+  }
 }
 
 TEST(Cli, QuantizeInt8WritesAFileTheEngineRuns) {
