@@ -5,6 +5,14 @@
 
 namespace tessera::blocks {
 
+Status check_layer_range(std::string_view who, int32_t first, int32_t last, int64_t n_layer, const float* hidden) {
+  if (first < 0 || first > last || last > n_layer)
+    return InvalidArgument(std::string(who) + ": layers [" + std::to_string(first) + ", " + std::to_string(last) +
+                           ") of a model of " + std::to_string(n_layer));
+  if (hidden == nullptr) return InvalidArgument(std::string(who) + ": forward_layers() needs the hidden states");
+  return Status::Ok();
+}
+
 Status BatchPlan::plan(const Batch& batch, const SequenceMemory& memory, const BatchLimits& limits) {
   const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
   if (n_rows == 0 || batch.seqs.empty()) return InvalidArgument("batch: empty batch");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "tessera/blocks/silu.hpp"
 
@@ -46,6 +47,11 @@ void swiglu_inplace(float* gate, const float* up, int64_t n) {
 void add_inplace(float* acc, const float* delta, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) acc[i] += delta[i];
+}
+
+void gather_rows(std::span<const int32_t> rows, const float* src, float* dst, int64_t width) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(dst + static_cast<int64_t>(i) * width, src + rows[i] * width, static_cast<size_t>(width) * sizeof(float));
 }
 
 }  // namespace tessera::blocks

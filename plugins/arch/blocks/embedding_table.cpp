@@ -54,6 +54,17 @@ Result<EmbeddingTable> EmbeddingTable::create(ModelBuilder& builder, const Tenso
   return table;
 }
 
+Status EmbeddingTable::lookup_tokens(std::span<const TokenId> tokens, int64_t vocab, std::string_view who,
+                                     float* out) const {
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    if (tokens[r] < 0 || tokens[r] >= std::min(vocab, rows_))
+      return InvalidArgument(std::string(who) + ": token " + std::to_string(tokens[r]) +
+                             " is outside the vocabulary of " + std::to_string(vocab));
+    TESSERA_RETURN_IF_ERROR(lookup(tokens[r], out + static_cast<int64_t>(r) * cols_));
+  }
+  return Status::Ok();
+}
+
 Status EmbeddingTable::lookup(int64_t row, float* out) const {
   const int64_t base = row * cols_;
   switch (source_) {

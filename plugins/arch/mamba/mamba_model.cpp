@@ -207,25 +207,13 @@ Status MambaModel::run(const Batch& batch, SequenceMemory& memory, float* logits
 }
 
 Status MambaModel::embed(std::span<const TokenId> tokens, float* hidden) noexcept {
-  return guard([&]() -> Status {
-    const int64_t d = config_.n_embd;
-    for (size_t r = 0; r < tokens.size(); ++r) {
-      if (tokens[r] < 0 || tokens[r] >= config_.vocab)
-        return InvalidArgument("mamba: token " + std::to_string(tokens[r]) + " is outside the vocabulary of " +
-                               std::to_string(config_.vocab));
-      TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(tokens[r], hidden + static_cast<int64_t>(r) * d));
-    }
-    return Status::Ok();
-  });
+  return guard([&] { return weights_.token_embd.lookup_tokens(tokens, config_.vocab, "mamba", hidden); });
 }
 
 Status MambaModel::forward_layers(const Batch& batch, SequenceMemory& memory, int32_t first_layer, int32_t last_layer,
                                   float* hidden) noexcept {
   return guard([&]() -> Status {
-    if (first_layer < 0 || first_layer > last_layer || last_layer > config_.n_layer)
-      return InvalidArgument("mamba: layers [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
-                             ") of a model of " + std::to_string(config_.n_layer));
-    if (hidden == nullptr) return InvalidArgument("mamba: forward_layers() needs the hidden states");
+    TESSERA_RETURN_IF_ERROR(blocks::check_layer_range("mamba", first_layer, last_layer, config_.n_layer, hidden));
     TESSERA_RETURN_IF_ERROR(prepare(batch, memory));
     int64_t n = plan_.n_rows();
     float* resid = hidden;  // [n, n_embd], the caller's
@@ -263,16 +251,12 @@ Status MambaModel::run_layer(const Batch& batch, int64_t l, SequenceMemory& memo
       go_on = false;
       return Status::Ok();
     }
-    const auto n_out = static_cast<int64_t>(plan_.logit_rows.size());
     float* y_out = scratch_.conv.data();  // [n_out, d_inner]; conv_channels >= d_inner
-    for (int64_t i = 0; i < n_out; ++i) {
-      const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
-      copy_row(y + r * inner, y_out + i * inner, inner);
-      copy_row(resid + r * d, normed + i * d, d);
-    }
+    blocks::gather_rows(plan_.logit_rows, y, y_out, inner);
+    blocks::gather_rows(plan_.logit_rows, resid, normed, d);
     std::swap(resid, normed);
     y_rows = y_out;
-    n = n_out;
+    n = static_cast<int64_t>(plan_.logit_rows.size());
   }
   TESSERA_RETURN_IF_ERROR(lw.out_proj->forward(y_rows, normed, n));
   add_inplace(resid, normed, n * d);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -22,10 +21,6 @@ namespace {
 
 // Positions whose cos/sin are computed at build time; later ones are added on demand.
 constexpr int64_t kInitialRopePositions = 4096;
-
-void copy_row(const float* src, float* dst, int64_t width) {
-  std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(float));
-}
 
 }  // namespace
 
@@ -128,25 +123,13 @@ Status TransformerModel::run(const Batch& batch, SequenceMemory& memory, float* 
 }
 
 Status TransformerModel::embed(std::span<const TokenId> tokens, float* hidden) noexcept {
-  return guard([&]() -> Status {
-    const int64_t d = config_.n_embd;
-    for (size_t r = 0; r < tokens.size(); ++r) {
-      if (tokens[r] < 0 || tokens[r] >= config_.vocab)
-        return InvalidArgument("transformer: token " + std::to_string(tokens[r]) + " is outside the vocabulary of " +
-                               std::to_string(config_.vocab));
-      TESSERA_RETURN_IF_ERROR(weights_.token_embd.lookup(tokens[r], hidden + static_cast<int64_t>(r) * d));
-    }
-    return Status::Ok();
-  });
+  return guard([&] { return weights_.token_embd.lookup_tokens(tokens, config_.vocab, "transformer", hidden); });
 }
 
 Status TransformerModel::forward_layers(const Batch& batch, SequenceMemory& memory, int32_t first_layer,
                                         int32_t last_layer, float* hidden) noexcept {
   return guard([&]() -> Status {
-    if (first_layer < 0 || first_layer > last_layer || last_layer > config_.n_layer)
-      return InvalidArgument("transformer: layers [" + std::to_string(first_layer) + ", " +
-                             std::to_string(last_layer) + ") of a model of " + std::to_string(config_.n_layer));
-    if (hidden == nullptr) return InvalidArgument("transformer: forward_layers() needs the hidden states");
+    TESSERA_RETURN_IF_ERROR(blocks::check_layer_range("transformer", first_layer, last_layer, config_.n_layer, hidden));
     auto first_view = prepare(batch, memory);
     if (!first_view.ok()) return first_view.status();
     int64_t n = plan_.n_rows();
@@ -204,15 +187,11 @@ Status TransformerModel::run_layer(int64_t l, SequenceMemory& memory, const KvLa
   if (narrow) {
     // Nothing after the last attention mixes rows, so only the rows whose
     // logits are asked go on: gather them (in output order) into free buffers.
-    const int64_t n_out = static_cast<int64_t>(plan_.logit_rows.size());
-    for (int64_t i = 0; i < n_out; ++i) {
-      const int64_t r = plan_.logit_rows[static_cast<size_t>(i)];
-      copy_row(attn + r * config_.q_dim(), q + i * config_.q_dim(), config_.q_dim());
-      copy_row(resid + r * d, normed + i * d, d);
-    }
+    blocks::gather_rows(plan_.logit_rows, attn, q, config_.q_dim());
+    blocks::gather_rows(plan_.logit_rows, resid, normed, d);
     std::swap(resid, normed);
     attn_rows = q;
-    n = n_out;
+    n = static_cast<int64_t>(plan_.logit_rows.size());
   }
 
   TESSERA_RETURN_IF_ERROR(lw.attn_output->forward(attn_rows, normed, n));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "tessera/architecture.hpp"
@@ -21,6 +22,11 @@ struct BatchLimits {
   bool attention_layers = true;   // false: a model without them (Mamba): no block tables are read
   int32_t block_size = 0;         // of the memory's attention pools: at least 1 where attention_layers
 };
+
+// What Model::forward_layers is handed: layers [first, last) of a model of
+// n_layer, and the hidden states to run them over. invalid_argument naming
+// `who` otherwise.
+Status check_layer_range(std::string_view who, int32_t first, int32_t last, int64_t n_layer, const float* hidden);
 
 // Vectors are cleared and refilled on each plan(), so their capacity is reused
 // and a steady decode loop does not allocate.

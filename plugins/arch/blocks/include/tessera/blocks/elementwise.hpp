@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace tessera::blocks {
 
@@ -16,5 +17,10 @@ void swiglu_inplace(float* gate, const float* up, int64_t n);
 
 // acc[i] += delta[i] for i < n (residual connection).
 void add_inplace(float* acc, const float* delta, int64_t n);
+
+// dst[i, :] = src[rows[i], :] for i < rows.size(): the rows a forward's last
+// layer carries on (those whose logits are asked). src, dst: [*, width],
+// not overlapping.
+void gather_rows(std::span<const int32_t> rows, const float* src, float* dst, int64_t width);
 
 }  // namespace tessera::blocks

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "tessera/architecture.hpp"
@@ -30,6 +32,9 @@ class EmbeddingTable {
   // out[cols] = row `row` as f32; row in [0, rows()) (the batch plan checks
   // token ids). Fails only if the quant plugin's decoder does.
   Status lookup(int64_t row, float* out) const;
+  // out[tokens.size(), cols] = the tokens' rows; a token outside [0, vocab)
+  // (vocab <= rows(): padding rows are not tokens) is refused, naming `who`.
+  Status lookup_tokens(std::span<const TokenId> tokens, int64_t vocab, std::string_view who, float* out) const;
   // Bytes held beyond the mapped weights (0 for plain formats).
   uint64_t owned_bytes() const { return owned_.size() * sizeof(float); }
 
