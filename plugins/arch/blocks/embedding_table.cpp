@@ -56,10 +56,11 @@ Result<EmbeddingTable> EmbeddingTable::create(ModelBuilder& builder, const Tenso
 
 Status EmbeddingTable::lookup_tokens(std::span<const TokenId> tokens, int64_t vocab, std::string_view who,
                                      float* out) const {
+  const int64_t ids = std::min(vocab, rows_);  // a table shorter than the vocabulary bounds the ids too
   for (size_t r = 0; r < tokens.size(); ++r) {
-    if (tokens[r] < 0 || tokens[r] >= std::min(vocab, rows_))
-      return InvalidArgument(std::string(who) + ": token " + std::to_string(tokens[r]) +
-                             " is outside the vocabulary of " + std::to_string(vocab));
+    if (tokens[r] < 0 || tokens[r] >= ids)
+      return InvalidArgument(std::string(who) + ": token " + std::to_string(tokens[r]) + " is outside [0, " +
+                             std::to_string(ids) + ")");
     TESSERA_RETURN_IF_ERROR(lookup(tokens[r], out + static_cast<int64_t>(r) * cols_));
   }
   return Status::Ok();
