@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -219,23 +220,32 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
   return std::move(outcome.result);
 }
 
-Status Session::extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits,
-                       float* logits) {
-  const auto vocab = static_cast<size_t>(vocab_size());
+Status Session::run_chunks(SeqId seq, std::span<const int32_t> tokens, int32_t n_past,
+                           const std::function<Status(const Batch&, size_t done)>& step) {
   for (size_t done = 0; done < tokens.size();) {
     const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
-    const bool last = done + static_cast<size_t>(n) == tokens.size();
     TESSERA_RETURN_IF_ERROR(memory_->append_slots(seq, n));
-    const int32_t n_logits = all_logits ? n : (last ? 1 : 0);
-    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), n_logits};
+    const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), /*n_logits=*/0};
     const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
     if (governor_) governor_->before_step();
-    const Status status = model_->forward(batch, *memory_, all_logits ? logits + done * vocab : logits);
+    const Status status = step(batch, done);
     if (governor_) governor_->after_step();
     TESSERA_RETURN_IF_ERROR(status);
     done += static_cast<size_t>(n);
   }
   return Status::Ok();
+}
+
+Status Session::extend(SeqId seq, std::span<const int32_t> tokens, int32_t n_past, bool all_logits,
+                       float* logits) {
+  const auto vocab = static_cast<size_t>(vocab_size());
+  return run_chunks(seq, tokens, n_past, [&](const Batch& batch, size_t done) {
+    BatchSeq bs = batch.seqs[0];
+    const bool last = done + static_cast<size_t>(bs.n_tokens) == tokens.size();
+    bs.n_logits = all_logits ? bs.n_tokens : (last ? 1 : 0);
+    return model_->forward(Batch{batch.tokens, std::span<const BatchSeq>(&bs, 1)}, *memory_,
+                           all_logits ? logits + done * vocab : logits);
+  });
 }
 
 Result<std::vector<float>> Session::score(std::span<const int32_t> tokens) {
@@ -283,19 +293,9 @@ Status Session::run_layers(std::span<const int32_t> tokens, int32_t first_layer,
   auto seq = memory_->create_sequence();
   if (!seq.ok()) return seq.status();
   const int64_t width = model_->hidden_size();
-  Status status = Status::Ok();
-  for (size_t done = 0; done < tokens.size() && status.ok();) {
-    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
-    status = memory_->append_slots(*seq, n);
-    if (!status.ok()) break;
-    const BatchSeq bs{*seq, 0, n, static_cast<int32_t>(done), /*n_logits=*/0};
-    const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
-    if (governor_) governor_->before_step();
-    status = model_->forward_layers(batch, *memory_, first_layer, last_layer,
-                                    hidden + static_cast<int64_t>(done) * width);
-    if (governor_) governor_->after_step();
-    done += static_cast<size_t>(n);
-  }
+  const Status status = run_chunks(*seq, tokens, 0, [&](const Batch& batch, size_t done) {
+    return model_->forward_layers(batch, *memory_, first_layer, last_layer, hidden + static_cast<int64_t>(done) * width);
+  });
   memory_->release(*seq);
   return status;
 }

@@ -115,6 +115,12 @@ class Session {
 
  private:
   Session() = default;
+  // Appends `tokens` to `seq` (at positions n_past...) in chunks of at most
+  // kPrefillChunk, reserving each chunk's slots and calling step(batch, done)
+  // (`done`: the tokens before the chunk; the batch asks for no logits) between
+  // the thread governor's before and after.
+  Status run_chunks(SeqId seq, std::span<const int32_t> tokens, int32_t n_past,
+                    const std::function<Status(const Batch&, size_t done)>& step);
   // The Speculator [speculative] asks for (its draft model opened with the
   // plugins of `registry`), or none.
   Status open_speculation(const PluginRegistry& registry);
