@@ -16,6 +16,8 @@
 #   ACTIVATIONS  Tessera's activation formats, space-separated (q8x2, q8, f32),
 #                a row each; default: the pipeline's default (q8x2) only
 #   LIMIT        the relative difference allowed, in percent (0.5)
+#   TESSERA_ONLY files llama.cpp cannot read (Tessera's INT8 W8A8 files),
+#                space-separated: scored by Tessera alone
 #   TESSERA, TESSERA_BUILD_DIR, LLAMA_BIN as in bench/kquant.sh
 #   OUT          the JSON lines of the results (default
 #                .cache/bench/kquant-perplexity-<date>.jsonl), the logs in the
@@ -85,6 +87,7 @@ print(json.dumps({"engine": "tessera", "config": act, "model": model, "ppl": j["
                   "uncertainty": j["ppl_uncertainty"], "windows": j["windows"], "scored_tokens": j["scored_tokens"]}))
 PY
   done
+  if [[ " ${TESSERA_ONLY:-} " == *" $model "* ]]; then continue; fi
   echo "$name: llama-perplexity"
   log="$logs/llama-$name.log"
   "$llama/llama-perplexity" -m "$model" -f "$text" -c "$ctx" --chunks "$chunks" -t "$threads" > "$log" 2>&1 \
@@ -111,8 +114,12 @@ print(f"\n| file | Tessera activations | Tessera perplexity | llama.cpp perplexi
 print("|---|---|---|---|---|---|")
 failed = False
 for model in dict.fromkeys(r["model"] for r in rows):
-    ll = next(r for r in rows if r["model"] == model and r["engine"] == "llama.cpp")
+    ll = next((r for r in rows if r["model"] == model and r["engine"] == "llama.cpp"), None)
     for r in (r for r in rows if r["model"] == model and r["engine"] == "tessera"):
+        if ll is None:
+            print(f"| {os.path.basename(model)} | {r['config']} | {r['ppl']:.4f} ± {r['uncertainty']:.4f} |"
+                  " - (llama.cpp cannot read it) | | |")
+            continue
         if r["windows"] != ll["windows"]:
             print(f"warning: {model}: Tessera scored {r['windows']} windows, llama.cpp {ll['windows']}", file=sys.stderr)
         rel = 100 * (r["ppl"] / ll["ppl"] - 1)

@@ -17,10 +17,16 @@
 #                  which mixes in Q6_K)
 #   METHODS        Tessera's methods, space-separated ("rtn gptq awq")
 #   GPTQ_FLAGS     extra flags for GPTQ ("--act-order")
+#   INT8_FLAGS     extra flags for int8, INT8 W8A8 ("--smooth auto"); its file
+#                  is Tessera's own format, scored by Tessera alone
 #   CALIBRATION    calibration text (.cache/eval/kjv.txt); SAMPLES (8) windows
 #                  of SAMPLE_TOKENS (512), for Tessera and llama-imatrix alike
 #   TEXT, CTX, CHUNKS, THREADS, LIMIT  as in bench/kquant_perplexity.sh
 #   OUT            the folder for the files and logs (.cache/bench/quantize-<date>)
+#   IMATRIX        llama-imatrix's output to use (made there when missing, so
+#                  several formats' runs share one; default OUT/imatrix.dat)
+#   SCORE_INPUT    1 (default): score the input file too; 0: leave it out
+#                  (a run of several formats scores it once)
 #
 # Needs scripts/build.sh, scripts/fetch-eval-text.sh and
 # tools/llama-cpp-reference/build.sh (llama-quantize, llama-imatrix,
@@ -32,6 +38,7 @@ model=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 format=${FORMAT:-q4_0}
 read -r -a methods <<< "${METHODS:-rtn gptq awq}"
 read -r -a gptq_flags <<< "${GPTQ_FLAGS:---act-order}"
+read -r -a int8_flags <<< "${INT8_FLAGS:---smooth auto}"
 calibration=${CALIBRATION:-.cache/eval/kjv.txt}
 samples=${SAMPLES:-8}
 sample_tokens=${SAMPLE_TOKENS:-512}
@@ -39,6 +46,8 @@ threads=${THREADS:-2}
 tessera=${TESSERA:-${TESSERA_BUILD_DIR:-build}/bin/tessera}
 llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
 out=${OUT:-.cache/bench/quantize-$(date +%Y%m%d-%H%M%S)}
+imatrix=${IMATRIX:-$out/imatrix.dat}
+score_input=${SCORE_INPUT:-1}
 for f in "$model" "$calibration" "$tessera" "$llama/llama-quantize" "$llama/llama-imatrix"; do
   [[ -e $f ]] || { echo "error: $f is missing (scripts/build.sh, scripts/fetch-eval-text.sh," \
                         "tools/llama-cpp-reference/build.sh)" >&2; exit 1; }
@@ -56,14 +65,22 @@ print(json.dumps({"method": method, "file": path, "seconds": float(seconds)}))
 PY
 }
 
+tessera_only=()
 for method in "${methods[@]}"; do
   file="$out/$name.tessera-$method.$format.gguf"
   flags=()
   [[ $method != rtn ]] && flags=(--calibration "$calibration" --samples "$samples" --sample-tokens "$sample_tokens")
   [[ $method == gptq ]] && flags+=("${gptq_flags[@]}")
-  echo "tessera quantize --method $method --format $format ${flags[*]}"
+  if [[ $method == int8 ]]; then
+    flags+=("${int8_flags[@]}")
+    file="$out/$name.tessera-int8.gguf"
+    tessera_only+=("$file")
+  else
+    flags+=(--format "$format")
+  fi
+  echo "tessera quantize --method $method ${flags[*]}"
   start=$SECONDS
-  "$tessera" quantize "$model" "$file" --method "$method" --format "$format" --threads "$threads" --force --json \
+  "$tessera" quantize "$model" "$file" --method "$method" --threads "$threads" --force --json \
     "${flags[@]}" > "$out/tessera-$method.json"
   record "tessera $method" "$file" "$((SECONDS - start))"
 done
@@ -80,19 +97,22 @@ start=$SECONDS
 "$llama/llama-quantize" --allow-requantize "$model" "$file" "$type" "$threads" > "$out/llama-quantize.log" 2>&1
 record "llama-quantize" "$file" "$((SECONDS - start))"
 
-echo "llama-imatrix on $samples windows of $sample_tokens tokens of $calibration"
 start=$SECONDS
-"$llama/llama-imatrix" -m "$model" -f "$calibration" -c "$sample_tokens" --chunks "$samples" -t "$threads" \
-  -o "$out/imatrix.dat" > "$out/llama-imatrix.log" 2>&1
+if [[ ! -s $imatrix ]]; then
+  echo "llama-imatrix on $samples windows of $sample_tokens tokens of $calibration"
+  "$llama/llama-imatrix" -m "$model" -f "$calibration" -c "$sample_tokens" --chunks "$samples" -t "$threads" \
+    -o "$imatrix" > "$out/llama-imatrix.log" 2>&1
+fi
 file="$out/$name.llama-quantize-imatrix.$format.gguf"
-"$llama/llama-quantize" --allow-requantize --imatrix "$out/imatrix.dat" "$model" "$file" "$type" "$threads" \
+"$llama/llama-quantize" --allow-requantize --imatrix "$imatrix" "$model" "$file" "$type" "$threads" \
   > "$out/llama-quantize-imatrix.log" 2>&1
 record "llama-quantize + imatrix" "$file" "$((SECONDS - start))"
 
-files=("$model")
+files=()
+[[ $score_input == 1 ]] && files+=("$model")
 while read -r f; do files+=("$f"); done < <(python3 -c 'import json,sys; [print(json.loads(l)["file"]) for l in open(sys.argv[1])]' "$rows")
 status=0
-OUT="$out/perplexity.jsonl" bash bench/kquant_perplexity.sh "${files[@]}" | tee "$out/perplexity.md" || status=$?
+TESSERA_ONLY="${tessera_only[*]}" OUT="$out/perplexity.jsonl" bash bench/kquant_perplexity.sh "${files[@]}" | tee "$out/perplexity.md" || status=$?
 
 python3 - "$rows" "$out/perplexity.jsonl" "$model" <<'PY'
 import json, os, sys
@@ -104,7 +124,8 @@ def score(path, engine):
 size = lambda p: os.path.getsize(p) / 2**20
 print("\n| file | method | MiB | quantize s | Tessera ppl | llama.cpp ppl |")
 print("|---|---|---|---|---|---|")
-print(f"| {os.path.basename(sys.argv[3])} | input | {size(sys.argv[3]):.1f} | | {score(sys.argv[3], 'tessera')} | {score(sys.argv[3], 'llama.cpp')} |")
+if any(p["model"] == sys.argv[3] for p in ppl):
+    print(f"| {os.path.basename(sys.argv[3])} | input | {size(sys.argv[3]):.1f} | | {score(sys.argv[3], 'tessera')} | {score(sys.argv[3], 'llama.cpp')} |")
 for r in rows:
     print(f"| {os.path.basename(r['file'])} | {r['method']} | {size(r['file']):.1f} | {r['seconds']:.0f} |"
           f" {score(r['file'], 'tessera')} | {score(r['file'], 'llama.cpp')} |")
