@@ -28,18 +28,24 @@ GridWeights empty_weights(DType type, int64_t rows, int64_t cols) {
 
 // The Cholesky factor U (upper, H⁻¹ = Uᵀ U) of the damped Hessian's inverse;
 // the damping grows tenfold, up to three times, while H stays singular.
-Result<Eigen::MatrixXf> inverse_cholesky(Eigen::MatrixXf h, double damp) {
+// One factorization gives it: with P the permutation that reverses the order
+// and P·H·P = L·Lᵀ, H⁻¹ = (P·L⁻¹·P)ᵀ (P·L⁻¹·P), and P·L⁻¹·P is upper
+// triangular with a positive diagonal, so it is U. A Cholesky and a
+// triangular inverse: half the work of inverting H and factoring the inverse
+// (a 4864-wide H: 3 s of a layer's solve), and nearer a float64 result.
+Result<Eigen::MatrixXf> inverse_cholesky(const Eigen::MatrixXf& h, double damp) {
   const auto n = h.rows();
   const double mean_diagonal = static_cast<double>(h.diagonal().mean());
   for (int attempt = 0; attempt < 4; ++attempt, damp *= 10) {
-    Eigen::MatrixXf damped = h;
-    damped.diagonal().array() += static_cast<float>(damp * mean_diagonal);
-    Eigen::LLT<Eigen::MatrixXf> factor(damped);
+    Eigen::MatrixXf reversed = h.reverse();  // P·H·P
+    reversed.diagonal().array() += static_cast<float>(damp * mean_diagonal);
+    const Eigen::LLT<Eigen::MatrixXf> factor(reversed);
     if (factor.info() != Eigen::Success) continue;
-    const Eigen::MatrixXf inverse = factor.solve(Eigen::MatrixXf::Identity(n, n));
-    Eigen::LLT<Eigen::MatrixXf> inverse_factor(inverse);
-    if (inverse_factor.info() != Eigen::Success) continue;
-    return Eigen::MatrixXf(inverse_factor.matrixU());
+    Eigen::MatrixXf inverse_l = Eigen::MatrixXf::Identity(n, n);  // becomes L⁻¹
+    factor.matrixL().solveInPlace(inverse_l);
+    const Eigen::MatrixXf u = inverse_l.reverse();  // L⁻¹'s zeros above its diagonal land below U's
+    if (!u.diagonal().allFinite() || (u.diagonal().array() <= 0.0f).any()) continue;
+    return u;
   }
   return Internal("GPTQ: the inputs' Hessian is not positive definite even with damping " + std::to_string(damp / 10) +
                   " of its mean diagonal");
@@ -118,7 +124,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     work.col(k) = original.col(order[static_cast<size_t>(k)]);
     for (int64_t j = 0; j < cols; ++j) h_ordered(j, k) = h(order[static_cast<size_t>(j)], order[static_cast<size_t>(k)]);
   }
-  auto factor = inverse_cholesky(std::move(h_ordered), settings.damp);
+  auto factor = inverse_cholesky(h_ordered, settings.damp);
   if (!factor.ok()) return factor.status();
   const Eigen::MatrixXf& u = *factor;
 

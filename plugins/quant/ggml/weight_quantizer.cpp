@@ -9,6 +9,7 @@
 #include "block_grid.hpp"
 #include "blocks.hpp"
 #include "formats.hpp"
+#include "gram_update.hpp"
 #include "grid_quantize.hpp"
 
 namespace tessera::ggml {
@@ -58,8 +59,8 @@ class GridWeightQuantizer final : public WeightQuantizer {
     if (x == nullptr || n_rows < 0) return InvalidArgument("observe: no inputs");
     if (symmetric_) return InvalidArgument("observe: the inputs were already used");
     try {
-      const Eigen::Map<const RowMajorMatrix> inputs(x, n_rows, cols_);
-      hessian_.selfadjointView<Eigen::Lower>().rankUpdate(inputs.transpose());  // H += Xᵀ X
+      if (!add_gram(x, n_rows, cols_, hessian_.data()))  // H += Xᵀ X, lower triangle
+        return OutOfMemory("observe: out of memory adding the inputs' X·Xᵀ");
       return Status::Ok();
     } catch (const std::exception& e) {
       return exception_status(e.what());

@@ -1,0 +1,29 @@
+#pragma once
+// H += Xᵀ·X: the Gram matrix of a Linear's calibration inputs, which GPTQ and
+// AWQ weigh errors by (weight_quantizer.cpp). With a 4864-wide input (Qwen2.5's
+// down projection) over 65,536 calibration rows this is 1.5 T multiply-adds a
+// layer, most of a calibration's time.
+//
+// Eigen's own product kernels, compiled once per instruction-set level
+// (gram_update_rows.cpp) and picked at run time, on OpenMP threads. Not
+// OpenBLAS: its kernel set is fixed when it loads, and where the machine pins
+// it to AVX2 (OPENBLAS_CORETYPE=Haswell, which this project's machines set on
+// CPUs whose AVX-512 kernels older OpenBLAS builds get wrong) X·Xᵀ ran at a
+// third of what Eigen's AVX-512 kernels give on the same two cores.
+#include <cstdint>
+
+#include "tessera/isa.hpp"
+
+namespace tessera::ggml {
+
+// h: [cols, cols] column-major; its lower triangle (diagonal included) gains
+// Σ_r x_r x_rᵀ over the rows of x: [rows, cols] row-major. The strictly upper
+// triangle is left as it was except inside the diagonal blocks of the panels
+// the work is split into, where it gains the same sums (H is symmetric; the
+// caller reads the lower triangle). The sums are the same for any number of
+// threads: each panel's products do not depend on which thread computes them.
+// False when memory for the products' buffers ran out (H then holds part of
+// the sums).
+bool add_gram(const float* x, int64_t rows, int64_t cols, float* h, IsaLevel level = best_isa_level());
+
+}  // namespace tessera::ggml

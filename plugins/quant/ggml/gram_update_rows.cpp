@@ -1,0 +1,42 @@
+// gram_update_rows.cpp: add_gram's products (gram_update.hpp), compiled once
+// per instruction-set level (tessera_isa_variants in CMakeLists.txt).
+#include <algorithm>
+#include <cstdint>
+
+// These products are Eigen's own, never OpenBLAS's (gram_update.hpp says why).
+#undef EIGEN_USE_BLAS
+// Eigen's templates, instantiated here with this level's instructions, must
+// not merge with another translation unit's copies of the same names (the
+// linker keeps one copy of an inline function: an AVX-512 copy would then
+// serve callers on any CPU), so this level's Eigen gets a namespace of its own.
+#define TESSERA_EIGEN_NAME_(level) Eigen_##level
+#define TESSERA_EIGEN_NAME(level) TESSERA_EIGEN_NAME_(level)
+#define Eigen TESSERA_EIGEN_NAME(TESSERA_ISA_NAMESPACE)
+#include <Eigen/Core>
+
+namespace tessera::ggml::TESSERA_ISA_NAMESPACE {
+
+bool add_gram_kernel(const float* x, int64_t rows, int64_t cols, float* h) {
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMajor> inputs(x, rows, cols);  // [rows, cols]
+  Eigen::Map<Eigen::MatrixXf> gram(h, cols, cols);           // [cols, cols], column-major
+  // Column panels of H: panel [p, p + w) takes rows p.. of its columns, the
+  // lower triangle and its own w×w diagonal block. Panels near the left are
+  // longer, so they are handed out one at a time to whichever thread is free.
+  constexpr int64_t kPanel = 128;
+  const int64_t panels = (cols + kPanel - 1) / kPanel;
+  bool ok = true;
+#pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
+  for (int64_t i = 0; i < panels; ++i) {
+    const int64_t p = i * kPanel;
+    const int64_t w = std::min(kPanel, cols - p);
+    try {  // Eigen's blocking buffers; an exception must not leave an OpenMP region
+      gram.block(p, p, cols - p, w).noalias() += inputs.middleCols(p, cols - p).transpose() * inputs.middleCols(p, w);
+    } catch (...) {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace tessera::ggml::TESSERA_ISA_NAMESPACE
