@@ -32,9 +32,17 @@ std::optional<std::string> format_for(int bits, bool symmetric) {
 
 // The bits and symmetry a format implies, for flags not given.
 void implied_by(const std::string& format, int* bits, bool* symmetric) {
-  if (format.size() < 4 || format[0] != 'q') return;
-  *bits = format[1] - '0';
-  *symmetric = format.ends_with("_0") || format == "q3_k" || format == "q6_k";
+  if (const auto shape = block_format_shape(format)) {
+    *bits = shape->bits;
+    *symmetric = shape->symmetric;
+  }
+}
+
+// --token-embedding-type / --output-tensor-type: a block format, or "keep".
+std::optional<std::string> outer_weight_format(const std::string& value) {
+  if (value == "keep") return std::string();
+  if (!block_format_shape(value)) return std::nullopt;
+  return "ggml." + value;
 }
 
 void print_progress(const QuantizeProgress& p) {
@@ -72,6 +80,11 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
     fmt::print("  kept as stored: {} weights the format cannot hold: {}{} ({})\n", r.kept.size(), fmt::join(named, ", "),
                r.kept.size() > kNamed ? fmt::format(" and {} more", r.kept.size() - kNamed) : std::string(),
                r.kept.front().why);
+  }
+  if (!r.rounded.empty()) {
+    std::vector<std::string> named;
+    for (const auto& w : r.rounded) named.push_back(fmt::format("{} {} -> {}", w.name, w.source_type, w.written_type));
+    fmt::print("  rounded to nearest: {} (--token-embedding-type, --output-tensor-type)\n", fmt::join(named, ", "));
   }
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
@@ -138,7 +151,12 @@ int cmd_quantize(int argc, char** argv) {
       "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
       "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5, or 'auto': per group, the alpha "
       "of 0, 0.05, ..., 0.95 whose measured output error is least (needs --calibration); 0: none",
-      cxxopts::value<std::string>()->default_value("0"))("force", "replace OUT if it exists");
+      cxxopts::value<std::string>()->default_value("0"))(
+      "token-embedding-type", "the token embedding's format (q4_0, ..., q6_k), rounded to nearest, or 'keep' to copy "
+      "it as stored (default: --format's; q8_0 with int8)", cxxopts::value<std::string>())(
+      "output-tensor-type", "the output head's format (with tied embeddings the token embedding is the head), "
+      "rounded to nearest, or 'keep' (default: q6_k, q8_0 beside q8_0 and int8; rows that are not whole "
+      "super-blocks: q8_0), as llama-quantize does", cxxopts::value<std::string>())("force", "replace OUT if it exists");
   add_shared_options(options, kThreadsOption | kJsonOption);
   options.parse_positional({"input", "output"});
   cxxopts::ParseResult args;
@@ -199,8 +217,20 @@ int cmd_quantize(int argc, char** argv) {
     format = *f;
   }
   // Q3_K's and Q6_K's scales are per 16 columns (sub-blocks of 16 under one f16 scale).
-  if ((format == "q3_k" || format == "q6_k") && !args.count("group-size")) spec.group_size = 16;
+  if (const auto shape = block_format_shape(format); shape && !args.count("group-size")) spec.group_size = shape->group_size;
   if (spec.method != "int8") spec.format = "ggml." + format;
+  const std::string written = spec.method == "int8" ? "i8" : format;
+  job.embedding_format = default_embedding_format(written);
+  job.head_format = default_head_format(written);
+  for (const auto& [flag, target] : {std::pair{"token-embedding-type", &job.embedding_format},
+                                     std::pair{"output-tensor-type", &job.head_format}}) {
+    if (!args.count(flag)) continue;
+    const auto value = outer_weight_format(args[flag].as<std::string>());
+    if (!value)
+      return report_usage(fmt::format("--{} takes q4_0, q4_1, q5_0, q5_1, q8_0, q3_k, q4_k, q5_k, q6_k or keep, not '{}'",
+                                      flag, args[flag].as<std::string>()));
+    *target = *value;
+  }
 
   if (args.count("calibration")) {
     const auto text = read_file(args["calibration"].as<std::string>(), "calibration text");

@@ -429,6 +429,29 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--smooth (SmoothQuant's migration) goes with --method int8");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 2"), 2,
                          "no GGUF block format holds 2-bit symmetric groups");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --output-tensor-type q2_k"), 2,
+                         "--output-tensor-type takes q4_0, q4_1, q5_0, q5_1, q8_0, q3_k, q4_k, q5_k, q6_k or keep, not 'q2_k'");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --token-embedding-type f16"), 2,
+                         "--token-embedding-type takes q4_0");
+}
+
+// The head as llama-quantize rounds it: by default Q6_K, whose super-blocks
+// the default model's 576-wide rows are not, so Q8_0, the type its tied
+// embedding already has (copied, nothing said); asked for Q4_0, it is
+// rounded, the summary says so, and the file still answers.
+TEST(Cli, QuantizeRoundsTheHeadAsAsked) {
+  SKIP_WITHOUT_MODEL();
+  const fs::path out = write_file("head.gguf", "");
+  const std::string command = kCli + " quantize " + kModel.string() + " " + out.string() + " --format q4_0 --force --threads 2";
+  const auto by_default = run_command(command);
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_EQ(by_default.out.find("rounded to nearest"), std::string::npos) << by_default.out;
+  const auto asked = run_command(command + " --output-tensor-type q4_0");
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_NE(asked.out.find("rounded to nearest: token_embd.weight q8_0 -> q4_0"), std::string::npos) << asked.out;
+  const auto run = run_command(kCli + " run " + kQuickstart + " --set model.path=" + out.string() + " --threads 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
 }
 
 TEST(Cli, QuantizeKeepsAnExistingOutputAndWritesWithForce) {

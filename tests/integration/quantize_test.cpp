@@ -321,6 +321,67 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
   EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.02) << "more than 2% apart";
 }
 
+// The token embedding and the head, rounded to nearest as llama-quantize
+// rounds them. The default model ties them (no output.weight): its Q8_0
+// token_embd.weight is the head and takes head_format. Asked for Q4_0 it is
+// stored as Q4_0, the report names it, and the model still runs close to the
+// input; asked for the type it already has, its bytes are copied.
+TEST(Quantize, RoundsTheEmbeddingAndTheHeadIntoTheFormatsAsked) {
+  SKIP_WITHOUT_MODEL();
+  const auto quantize = [&](const std::string& name, const std::string& head, const std::string& embedding) {
+    const fs::path out = scratch(name);
+    QuantizeJob job = job_for(out.string(), "rtn", "q8_0", true);
+    job.spec.bits = 8;
+    job.head_format = head;
+    job.embedding_format = embedding;  // not the head's: ignored here
+    auto report = quantize_model(job, test_registry());
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    return std::make_pair(out, report.ok() ? *report : QuantizeReport{});
+  };
+  const auto [rounded, rounded_report] = quantize("head_q4_0.gguf", "ggml.q4_0", "ggml.q5_0");
+  ASSERT_EQ(rounded_report.rounded.size(), 1u);
+  const QuantizedWeightReport& head = rounded_report.rounded.front();
+  EXPECT_EQ(head.name, "token_embd.weight");
+  EXPECT_EQ(head.source_type, "q8_0");
+  EXPECT_EQ(head.written_type, "q4_0");
+  EXPECT_GT(head.relative_error, 1e-4);
+  EXPECT_LT(head.relative_error, 0.02);
+
+  const auto [copied, copied_report] = quantize("head_q8_0.gguf", "ggml.q8_0", "");
+  const auto [kept, kept_report] = quantize("head_kept.gguf", "", "ggml.q4_0");
+  EXPECT_TRUE(copied_report.rounded.empty());
+  EXPECT_TRUE(kept_report.rounded.empty());
+
+  auto original = open_model(kModel.string());
+  ASSERT_TRUE(original.ok());
+  const TensorRef* stored = (*original)->find("token_embd.weight");
+  ASSERT_NE(stored, nullptr);
+  for (const fs::path& file : {copied, kept}) {
+    auto written = open_model(file.string());
+    ASSERT_TRUE(written.ok());
+    const TensorRef* same = (*written)->find("token_embd.weight");
+    ASSERT_TRUE(same != nullptr && same->dtype == DType::q8_0 && same->nbytes == stored->nbytes) << file;
+    EXPECT_EQ(std::memcmp(same->data, stored->data, stored->nbytes), 0) << file;
+  }
+  auto written = open_model(rounded.string());
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ((*written)->find("token_embd.weight")->dtype, DType::q4_0);
+  EXPECT_LT(fs::file_size(rounded), fs::file_size(copied));
+
+  const std::string text = calibration_text().substr(0, 1200);
+  double ppl[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", (i == 0 ? copied : rounded).string()}});
+    ASSERT_TRUE(session);
+    auto r = compute_perplexity(*session, text, 96);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ppl[i] = r->ppl;
+  }
+  std::printf("[ info ] perplexity: embedding and head Q8_0 %.4f, Q4_0 %.4f\n", ppl[0], ppl[1]);
+  EXPECT_NE(ppl[0], ppl[1]);
+  EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.1) << "more than 10% apart";
+}
+
 // INT8 W8A8: every layer weight becomes int8 values beside an f32 scale per
 // row, and the file drops the input's llama.cpp file type. Per-token 8-bit
 // activations suffer from the few channels with very large values (the

@@ -1,6 +1,7 @@
 #include "engine/quantize_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <chrono>
@@ -298,7 +299,10 @@ Status apply_input_scales(const QuantizeJob& job, int layer, const Session& sess
 // after it under the weight's name + suffix.
 // `replaced`: the input's tensors stored beside weights that were quantized
 // (an INT8 input's row scales), which the new weights do not keep.
+// `rounded`: the embedding and the head, rounded to nearest (they do not
+// decide general.file_type).
 Status write_output(const QuantizeJob& job, const GgufFile& input, const std::map<std::string, QuantizedWeight>& done,
+                    const std::map<std::string, QuantizedWeight>& rounded,
                     const std::map<std::string, std::vector<QuantizedPart>>& parts,
                     const std::set<std::string, std::less<>>& replaced,
                     const std::map<std::string, std::vector<float>>& rewritten, QuantizeReport& report) {
@@ -315,8 +319,12 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     if (replaced.contains(t.name)) continue;
     const auto it = done.find(t.name);
     const auto changed = rewritten.find(t.name);
+    const auto round = rounded.find(t.name);
     report.tensor_elements += t.numel();
-    if (changed != rewritten.end()) {
+    if (round != rounded.end()) {
+      report.tensor_bytes += round->second.data.size();
+      TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, round->second.dtype, t.dims, round->second.data));
+    } else if (changed != rewritten.end()) {
       const auto bytes = std::as_bytes(std::span(changed->second));
       report.tensor_bytes += bytes.size();
       TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, DType::f32, t.dims, bytes));
@@ -350,6 +358,44 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   TESSERA_RETURN_IF_ERROR(writer.write(job.output));
   std::error_code ec;
   report.output_file_bytes = fs::file_size(job.output, ec);
+  return Status::Ok();
+}
+
+// The token embedding and the head, rounded to nearest into
+// job.embedding_format / job.head_format (QuantizeJob says how), into
+// `rounded`; a tensor left as stored gets no entry. They are not Linears of
+// numbered layers, so calibration never sees them, as llama-quantize without
+// an importance matrix treats them.
+Status round_embedding_and_head(const QuantizeJob& job, Session& s, CoreModelBuilder& builder,
+                                std::map<std::string, QuantizedWeight>& rounded, QuantizeReport& report) {
+  const TensorRef* head = s.file().find("output.weight");
+  const TensorRef* embedding = s.file().find("token_embd.weight");
+  std::vector<std::pair<const TensorRef*, std::string_view>> todo;
+  if (head != nullptr) todo.emplace_back(head, job.head_format);
+  if (embedding != nullptr) todo.emplace_back(embedding, head != nullptr ? job.embedding_format : job.head_format);
+  for (const auto& [t, format] : todo) {
+    if (format.empty() || t->ndim != 2) continue;
+    const std::string_view type = format.starts_with("ggml.") ? format.substr(5) : format;
+    const auto shape = block_format_shape(type);
+    if (!shape) return InvalidArgument(fmt::format("{}: '{}' is not a GGUF block format to round it into", t->name, format));
+    QuantizeSpec spec;
+    spec.method = "rtn";
+    spec.format = std::string(format);
+    spec.bits = shape->bits;
+    spec.symmetric = shape->symmetric;
+    spec.group_size = shape->group_size;
+    auto quantizer = weight_quantizer(s.quantizers(), spec, t->shape[0], t->shape[1], t->name);
+    if (!quantizer.ok()) return quantizer.status();
+    std::vector<float> values(static_cast<size_t>(t->numel()));  // [rows, cols]
+    TESSERA_RETURN_IF_ERROR(builder.dequantize(*t, values.data()));
+    auto quantized = (*quantizer)->quantize(values.data());
+    if (!quantized.ok())
+      return Status(quantized.status().code(), fmt::format("{}: {}", t->name, quantized.status().message()));
+    if (quantized->dtype == t->dtype) continue;  // the input's bytes already are this type
+    report.rounded.push_back({t->name, std::string(dtype_name(t->dtype)), std::string(dtype_name(quantized->dtype)),
+                              t->shape[0], t->shape[1], quantized->relative_error, quantized->relative_error, 0});
+    rounded[t->name] = std::move(quantized).value();
+  }
   return Status::Ok();
 }
 
@@ -402,6 +448,25 @@ class LayerInputs {
 
 }  // namespace
 
+std::optional<BlockFormatShape> block_format_shape(std::string_view format) {
+  static constexpr std::array<std::string_view, 9> kFormats = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
+                                                               "q3_k", "q4_k", "q5_k", "q6_k"};
+  if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) return std::nullopt;
+  BlockFormatShape shape;
+  shape.bits = format[1] - '0';
+  shape.symmetric = format.ends_with("_0") || format == "q3_k" || format == "q6_k";
+  if (format == "q3_k" || format == "q6_k") shape.group_size = 16;  // sub-blocks of 16 under one scale
+  return shape;
+}
+
+std::string default_embedding_format(std::string_view format) {
+  return format == "i8" ? "ggml.q8_0" : "ggml." + std::string(format);
+}
+
+std::string default_head_format(std::string_view format) {
+  return format == "i8" || format == "q8_0" ? "ggml.q8_0" : "ggml.q6_k";
+}
+
 double QuantizeReport::bits_per_weight() const {
   return quantized_elements > 0 ? 8.0 * static_cast<double>(quantized_bytes) / static_cast<double>(quantized_elements)
                                 : 0.0;
@@ -453,6 +518,13 @@ nlohmann::json QuantizeReport::to_json() const {
   nlohmann::json kept_weights = nlohmann::json::array();
   for (const auto& k : kept)
     kept_weights.push_back({{"name", k.name}, {"type", k.type}, {"shape", {k.rows, k.cols}}, {"why", k.why}});
+  nlohmann::json rounded_weights = nlohmann::json::array();
+  for (const auto& r : rounded)
+    rounded_weights.push_back({{"name", r.name},
+                               {"source_type", r.source_type},
+                               {"written_type", r.written_type},
+                               {"shape", {r.rows, r.cols}},
+                               {"relative_error", r.relative_error}});
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : scale_groups)
     groups.push_back(
@@ -466,6 +538,7 @@ nlohmann::json QuantizeReport::to_json() const {
           {"format", format},
           {"weights_quantized", weights.size()},
           {"weights_kept", kept_weights},
+          {"weights_rounded", rounded_weights},
           {"bits_per_weight", bits_per_weight()},
           {"file_bits_per_weight", file_bits_per_weight()},
           {"output_file_bytes", output_file_bytes},
@@ -692,7 +765,9 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});
   }
 
-  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, parts, replaced, rewritten, report));
+  std::map<std::string, QuantizedWeight> rounded;
+  TESSERA_RETURN_IF_ERROR(round_embedding_and_head(job, s, builder, rounded, report));
+  TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, rounded, parts, replaced, rewritten, report));
   report.seconds = seconds_since(start);
   return report;
 }

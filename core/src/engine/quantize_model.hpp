@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,7 +48,32 @@ struct QuantizeJob {
   // whole forwards stopped after the layer (about L/2). false: whole forwards
   // always (tests compare the two: the same bits).
   bool layer_by_layer = true;
+  // The token embedding and the output head (token_embd.weight and
+  // output.weight; with tied embeddings token_embd.weight is the head and
+  // takes head_format), rounded to nearest into these formats ("ggml.q8_0"),
+  // as llama-quantize rounds them (its --token-embedding-type and
+  // --output-tensor-type); "": copied as stored. Rows a K format does not
+  // hold take its fallback, as the Linears' do; a result in the type the
+  // input stores is the input's bytes, copied.
+  std::string embedding_format;
+  std::string head_format;
 };
+
+// What llama-quantize would give the embedding and the head next to Linears in
+// `format` ("q4_0", "q4_k", ...; "i8" for INT8 W8A8): the embedding in the
+// format itself (Q8_0 beside INT8), the head in Q6_K (Q8_0 beside Q8_0 and
+// INT8), each as "ggml.<type>".
+std::string default_embedding_format(std::string_view format);
+std::string default_head_format(std::string_view format);
+
+// The bits, symmetry and group size a GGUF block format ("q4_0", "q6_k", ...)
+// implies for a QuantizeSpec; nullopt for a name that is not one.
+struct BlockFormatShape {
+  int32_t bits = 4;
+  bool symmetric = true;
+  int32_t group_size = 32;  // Q3_K and Q6_K: 16
+};
+std::optional<BlockFormatShape> block_format_shape(std::string_view format);
 
 struct QuantizedWeightReport {
   std::string name;
@@ -91,6 +117,7 @@ struct QuantizeReport {
   std::string format;
   std::vector<QuantizedWeightReport> weights;  // in the order quantized
   std::vector<KeptWeightReport> kept;           // weights the format cannot hold, left as they were
+  std::vector<QuantizedWeightReport> rounded;   // the embedding and the head (QuantizeJob::embedding_format)
   std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first
   std::vector<ScaleGroupReport> scale_groups;   // AWQ's, in order
   uint64_t quantized_elements = 0;
