@@ -162,8 +162,12 @@ void EngineLoop::on_done(const RequestOutcome& outcome) {
   active_.erase(it);
   ended_.push_back(outcome.index);
   metrics_.record_finished(outcome, h->queued_ms_);
-  h->finish(outcome);
+  // The place is free before the reader hears of the end: a client that has
+  // read a stream's last chunk and sends its next request at once must find
+  // room (under load the reader could otherwise write [DONE] before this
+  // thread got to the decrement, and --max-queue 1 answered that client 429).
   --in_flight_;
+  h->finish(outcome);
 }
 
 void EngineLoop::fail_all(const Status& status) {
@@ -175,8 +179,8 @@ void EngineLoop::fail_all(const Status& status) {
     RequestOutcome outcome = scheduler_->outcome(index);
     outcome.status = status;
     metrics_.record_finished(outcome, h->queued_ms_);
+    --in_flight_;  // before the reader hears, as in on_done
     h->finish(outcome);
-    --in_flight_;
   }
   ended_.clear();
   // The counters go on from the old scheduler's figures.
