@@ -10,7 +10,7 @@ call only what inlines. Weak or unique data (nm's V and u: an inline
 constexpr table, which sanitizer builds emit out of line) is the same bytes
 at every level, so it may be shared. So may a weak function whose name is in
 the level's own namespace (`isa_avx512::`, or a library included under a
-level-named namespace such as gram_update_rows.cpp's `Eigen_isa_avx512::`):
+level-named namespace such as hessian_products_rows.cpp's `Eigen_isa_avx512::`):
 no other level's object defines that name.
 
 Usage: isa_objects_test.py <build dir>  (reads compile_commands.json)

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "blocks.hpp"
+#include "hessian_products.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -220,8 +222,12 @@ double relative_error(const float* w, const GridWeights& q, const Eigen::MatrixX
     energy = static_cast<double>(original.squaredNorm());
   } else {
     const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
-    lost = static_cast<double>((delta * h).cwiseProduct(delta).sum());
-    energy = static_cast<double>((original * h).cwiseProduct(original).sum());
+    const RowMajorMatrix weights = original;
+    const auto lost_or = hessian_quadratic(delta.data(), q.rows, q.cols, h.data());
+    const auto energy_or = hessian_quadratic(weights.data(), q.rows, q.cols, h.data());
+    if (!lost_or || !energy_or) throw std::bad_alloc();
+    lost = *lost_or;
+    energy = *energy_or;
   }
   return energy > 0 ? lost / energy : 0.0;
 }

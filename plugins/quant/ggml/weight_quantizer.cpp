@@ -4,12 +4,13 @@
 
 #include <array>
 #include <cmath>
+#include <new>
 #include <string>
 
 #include "block_grid.hpp"
 #include "blocks.hpp"
 #include "formats.hpp"
-#include "gram_update.hpp"
+#include "hessian_products.hpp"
 #include "grid_quantize.hpp"
 
 namespace tessera::ggml {
@@ -164,7 +165,9 @@ class GridWeightQuantizer final : public WeightQuantizer {
   // tr(M H Mᵀ) for M [rows, cols] on the original inputs (with none observed: ||M||²).
   double original_output_energy(const RowMajorMatrix& m) {
     if (hessian_.size() == 0) return static_cast<double>(m.squaredNorm());
-    return static_cast<double>((m * hessian()).cwiseProduct(m).sum());
+    const auto energy = hessian_quadratic(m.data(), rows_, cols_, hessian().data());
+    if (!energy) throw std::bad_alloc();  // the callers turn it into a status
+    return *energy;
   }
 
   // The same for M on the inputs the Linear now sees: tr((M·diag(1/S)) H (M·diag(1/S))ᵀ).

@@ -1,5 +1,6 @@
-// add_gram (H += Xᵀ·X) at every instruction-set level against a float64
-// reference of the same sums, and the same bits on any number of threads.
+// add_gram (H += Xᵀ·X) and hessian_quadratic (tr(M·H·Mᵀ)) at every
+// instruction-set level against float64 references of the same sums, and the
+// same bits on any number of threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -7,7 +8,7 @@
 #include <vector>
 
 #include "ggml_testing.hpp"
-#include "gram_update.hpp"
+#include "hessian_products.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -43,6 +44,35 @@ TEST_P(GramLevel, AddsXTransposeXToTheLowerTriangleAsFloat64Does) {
   }
 }
 
+// Row counts that are not whole 128-row blocks, widths not whole packets.
+TEST_P(GramLevel, QuadraticTraceIsTheFloat64Sum) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {63, 40}, {130, 200}}) {
+    const auto m = random_floats(static_cast<size_t>(rows * cols), 31);
+    const auto x = random_floats(static_cast<size_t>(3 * cols * cols), 32);
+    std::vector<float> h(static_cast<size_t>(cols * cols));  // Xᵀ X of 3·cols rows: symmetric, both triangles
+    for (int64_t i = 0; i < cols; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        double sum = 0;
+        for (int64_t r = 0; r < 3 * cols; ++r) sum += static_cast<double>(x[r * cols + i]) * x[r * cols + j];
+        h[j * cols + i] = static_cast<float>(sum);
+      }
+    double want = 0, magnitude = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const double term = static_cast<double>(m[r * cols + i]) * h[j * cols + i] * m[r * cols + j];
+          want += term;
+          magnitude += std::fabs(term);
+        }
+    const auto got = hessian_quadratic(m.data(), rows, cols, h.data(), GetParam());
+    ASSERT_TRUE(got.has_value());
+    // f32 products over cols terms, summed in double: within a few units of
+    // f32 rounding of Σ|terms|.
+    EXPECT_NEAR(*got, want, 1e-5 * magnitude) << rows << "x" << cols;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, GramLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
 
 TEST(Gram, SameBitsOnOneThreadAndOnFour) {
@@ -56,6 +86,18 @@ TEST(Gram, SameBitsOnOneThreadAndOnFour) {
   ASSERT_TRUE(add_gram(x.data(), kRows, kCols, four.data()));
   omp_set_num_threads(threads);
   EXPECT_EQ(one, four);
+
+  // tr(M·H·Mᵀ) of 130 rows (two blocks) with that H.
+  const auto m = random_floats(static_cast<size_t>(kRows * kCols), 6);
+  for (int64_t j = 0; j < kCols; ++j)
+    for (int64_t i = 0; i < j; ++i) one[j * kCols + i] = one[i * kCols + j];  // both triangles
+  omp_set_num_threads(1);
+  const auto on_one = hessian_quadratic(m.data(), kRows, kCols, one.data());
+  omp_set_num_threads(4);
+  const auto on_four = hessian_quadratic(m.data(), kRows, kCols, one.data());
+  omp_set_num_threads(threads);
+  ASSERT_TRUE(on_one && on_four);
+  EXPECT_EQ(*on_one, *on_four);
 }
 
 }  // namespace

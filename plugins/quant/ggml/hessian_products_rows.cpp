@@ -1,9 +1,9 @@
-// gram_update_rows.cpp: add_gram's products (gram_update.hpp), compiled once
+// hessian_products_rows.cpp: the products of hessian_products.hpp, compiled once
 // per instruction-set level (tessera_isa_variants in CMakeLists.txt).
 #include <algorithm>
 #include <cstdint>
 
-// These products are Eigen's own, never OpenBLAS's (gram_update.hpp says why).
+// These products are Eigen's own, never OpenBLAS's (hessian_products.hpp says why).
 #undef EIGEN_USE_BLAS
 // Eigen's templates, instantiated here with this level's instructions, must
 // not merge with another translation unit's copies of the same names (the
@@ -36,6 +36,36 @@ bool add_gram_kernel(const float* x, int64_t rows, int64_t cols, float* h) {
       ok = false;
     }
   }
+  return ok;
+}
+
+bool hessian_quadratic_kernel(const float* m, int64_t rows, int64_t cols, const float* h, double* trace) {
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMajor> weights(m, rows, cols);  // [rows, cols]
+  const Eigen::Map<const Eigen::MatrixXf> gram(h, cols, cols);  // [cols, cols], symmetric
+  // Blocks of rows on the threads; each block's sum in its own slot, added
+  // in block order at the end, so the threads' order cannot change the bits.
+  constexpr int64_t kRows = 128;
+  const int64_t blocks = (rows + kRows - 1) / kRows;
+  Eigen::VectorXd partial;
+  try {
+    partial.resize(blocks);
+  } catch (...) {
+    return false;
+  }
+  bool ok = true;
+#pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int64_t r = i * kRows;
+    const int64_t n = std::min(kRows, rows - r);
+    try {
+      const RowMajor product = weights.middleRows(r, n) * gram;  // [n, cols]
+      partial[i] = product.cwiseProduct(weights.middleRows(r, n)).cast<double>().sum();
+    } catch (...) {
+      ok = false;
+    }
+  }
+  if (ok) *trace = partial.sum();
   return ok;
 }
 
