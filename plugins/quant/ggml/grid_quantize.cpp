@@ -222,9 +222,8 @@ double relative_error(const float* w, const GridWeights& q, const Eigen::MatrixX
     energy = static_cast<double>(original.squaredNorm());
   } else {
     const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
-    const RowMajorMatrix weights = original;
     const auto lost_or = hessian_quadratic(delta.data(), q.rows, q.cols, h.data());
-    const auto energy_or = hessian_quadratic(weights.data(), q.rows, q.cols, h.data());
+    const auto energy_or = hessian_quadratic(w, q.rows, q.cols, h.data());
     if (!lost_or || !energy_or) throw std::bad_alloc();
     lost = *lost_or;
     energy = *energy_or;

@@ -10,8 +10,8 @@
 #include "block_grid.hpp"
 #include "blocks.hpp"
 #include "formats.hpp"
-#include "hessian_products.hpp"
 #include "grid_quantize.hpp"
+#include "hessian_products.hpp"
 
 namespace tessera::ggml {
 namespace {
