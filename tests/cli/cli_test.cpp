@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.hpp"
 #include "model_required.hpp"
 #include "run_command.hpp"
 #include "tessera/plugin.hpp"
@@ -26,11 +27,7 @@ const std::string kQuickstart = (fs::path(TESSERA_SOURCE_DIR) / "pipelines" / "q
 #define SKIP_WITHOUT_MODEL() \
   if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh")
 
-fs::path scratch_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("tessera_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch_dir() { return tessera::test::scratch_dir("tessera_cli_test"); }
 
 fs::path write_file(const std::string& name, const std::string& text) {
   const fs::path p = scratch_dir() / name;

@@ -3,8 +3,6 @@
 // runs layer by layer; bad jobs fail before anything is written.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,17 +18,14 @@
 #include "model/gguf.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tessera_quantize_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+fs::path scratch(const std::string& name) { return scratch_dir("tessera_quantize_test") / name; }
 
 // Mean over positions of KL(P || Q), P and Q the softmaxes of rows of
 // `p_logits` and `q_logits` ([positions, vocab] each), in float64.
