@@ -138,6 +138,32 @@ struct HyperParameter {
   std::variant<int64_t, double, bool, std::string> value;
 };
 
+#if TESSERA_ABI_MINOR >= 7
+// ABI 3.7: a model stored some other way (a Hugging Face folder) as a GGUF
+// file of the architecture's would hold it, for `tessera convert` and for
+// `tessera quantize` of such a folder. The core adds the tokenizer, the
+// general.* keys and the tensors' bytes; the plan says what only the
+// architecture knows.
+struct GgufKeyValue {
+  std::string key;  // "llama.block_count"
+  std::variant<uint32_t, float, bool, std::string> value;  // GGUF UINT32, FLOAT32, BOOL, STRING
+};
+struct GgufTensorPlan {
+  std::string name;    // in the GGUF file: "blk.0.attn_q.weight"
+  std::string source;  // in the store: "model.layers.0.self_attn.q_proj.weight"
+  // > 0: the rows are this many heads, each stored as two halves that GGUF
+  // keeps interleaved (a llama-style RoPE): GGUF row h*D + 2i + s is stored
+  // row h*D + s*D/2 + i, s in {0, 1}, i < D/2, D = rows / interleave_heads.
+  int64_t interleave_heads = 0;
+};
+struct GgufLayout {
+  std::string architecture;  // general.architecture
+  std::vector<GgufKeyValue> metadata;
+  std::vector<GgufTensorPlan> tensors;  // in the order the file should hold them
+  std::vector<std::string> notes;       // for the user: stored tensors left out, and why
+};
+#endif
+
 class Architecture : public PluginObject {
  public:
   // Model kinds served (static storage): GGUF general.architecture values
@@ -148,6 +174,15 @@ class Architecture : public PluginObject {
   // build() checks them (errors name the file and the key).
   virtual Status describe(const WeightStore& weights, std::vector<HyperParameter>& out) const noexcept = 0;
   virtual Result<std::unique_ptr<Model>> build(ModelBuilder& builder) noexcept = 0;
+
+#if TESSERA_ABI_MINOR >= 7
+  // ABI 3.7, optional: the GGUF form of the model in `weights` (checked as
+  // build() checks it). Unsupported where the architecture cannot say it
+  // (the default), or a store holds what GGUF has no form for.
+  virtual Status gguf_layout(const WeightStore& /*weights*/, GgufLayout& /*out*/) const noexcept {
+    return Unsupported("this architecture plugin does not describe its models as GGUF");
+  }
+#endif
 };
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf_layout.hpp"
 #include "llama_hparams.hpp"
 #include "model_config.hpp"
 #include "tensor_names.hpp"
@@ -35,9 +36,13 @@ class MetaStore final : public WeightStore {
   }
   std::span<const TensorRef> tensors() const noexcept override { return tensors_; }
   const std::string& source() const noexcept override { return source_; }
-  void add_tensor(const std::string& name) {
+  void add_tensor(const std::string& name, int64_t rows = 0) {
     TensorRef t;
     t.name = name;
+    if (rows > 0) {
+      t.ndim = 1;
+      t.shape[0] = rows;
+    }
     tensors_.push_back(t);
   }
 
@@ -267,6 +272,125 @@ TEST(TensorNames, HuggingFaceToGgufIsTheInverse) {
   EXPECT_EQ(gguf_name_of_hf_tensor("model.layers.1.self_attn.rotary_emb.inv_freq"), std::nullopt);
   EXPECT_EQ(gguf_name_of_hf_tensor("model.layers..mlp.up_proj.weight"), std::nullopt);
   EXPECT_EQ(gguf_name_of_hf_tensor(".weight"), std::nullopt);
+}
+
+// ---- the GGUF form of a Hugging Face checkpoint (gguf_layout.hpp) ----
+
+// llama_hf() without its llama3 RoPE scaling, and the tensors of its one layer.
+MetaStore llama_hf_with_tensors(const std::string& arch = "LlamaForCausalLM") {
+  MetaStore s(ModelFormat::safetensors, arch, "cfg");
+  s.meta = llama_hf().meta;
+  for (const char* key : {"rope_scaling.rope_type", "rope_scaling.factor", "rope_scaling.original_max_position_embeddings",
+                          "rope_scaling.low_freq_factor", "rope_scaling.high_freq_factor"})
+    s.meta.erase(key);
+  s.add_tensor("lm_head.weight", 8);
+  s.add_tensor("model.norm.weight", 32);
+  s.add_tensor("model.layers.0.self_attn.k_proj.weight", 2 * 8);
+  s.add_tensor("model.layers.0.self_attn.q_proj.weight", 4 * 8);
+  s.add_tensor("model.layers.0.self_attn.rotary_emb.inv_freq", 4);
+  s.add_tensor("model.layers.0.self_attn.v_proj.weight", 2 * 8);
+  s.add_tensor("model.layers.0.input_layernorm.weight", 32);
+  s.add_tensor("model.embed_tokens.weight", 8);
+  return s;
+}
+
+const GgufKeyValue* key_of(const GgufLayout& layout, std::string_view key) {
+  for (const GgufKeyValue& kv : layout.metadata)
+    if (kv.key == key) return &kv;
+  return nullptr;
+}
+
+TEST(GgufLayout, LlamaInterleavesQueryAndKeyHeadsInLlamaCppsOrder) {
+  auto layout = gguf_layout_of(llama_hf_with_tensors());
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_EQ(layout->architecture, "llama");
+  std::vector<std::tuple<std::string, std::string, int64_t>> tensors;
+  for (const GgufTensorPlan& t : layout->tensors) tensors.emplace_back(t.name, t.source, t.interleave_heads);
+  const std::vector<std::tuple<std::string, std::string, int64_t>> expected = {
+      {"token_embd.weight", "model.embed_tokens.weight", 0},
+      {"blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight", 0},
+      {"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight", 4},
+      {"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", 2},
+      {"blk.0.attn_v.weight", "model.layers.0.self_attn.v_proj.weight", 0},
+      {"output_norm.weight", "model.norm.weight", 0},
+      {"output.weight", "lm_head.weight", 0}};
+  EXPECT_EQ(tensors, expected);
+  ASSERT_EQ(layout->notes.size(), 1u);
+  EXPECT_NE(layout->notes[0].find("rotary_emb.inv_freq left out"), std::string::npos) << layout->notes[0];
+
+  // The keys llama.cpp reads, in the types it insists on.
+  const auto u32 = [&](std::string_view key) -> int64_t {
+    const GgufKeyValue* kv = key_of(*layout, key);
+    if (kv == nullptr || !std::holds_alternative<uint32_t>(kv->value)) return -1;
+    return std::get<uint32_t>(kv->value);
+  };
+  EXPECT_EQ(u32("llama.block_count"), 1);
+  EXPECT_EQ(u32("llama.embedding_length"), 32);
+  EXPECT_EQ(u32("llama.feed_forward_length"), 64);
+  EXPECT_EQ(u32("llama.attention.head_count"), 4);
+  EXPECT_EQ(u32("llama.attention.head_count_kv"), 2);
+  EXPECT_EQ(u32("llama.context_length"), 131072);
+  EXPECT_EQ(u32("llama.rope.dimension_count"), 8);
+  EXPECT_EQ(u32("llama.vocab_size"), 8);
+  EXPECT_EQ(key_of(*layout, "llama.attention.key_length"), nullptr) << "head_dim is embedding_length / head_count";
+  const GgufKeyValue* base = key_of(*layout, "llama.rope.freq_base");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(std::get<float>(base->value), 500000.0f);
+  const GgufKeyValue* eps = key_of(*layout, "llama.attention.layer_norm_rms_epsilon");
+  ASSERT_NE(eps, nullptr);
+  EXPECT_EQ(std::get<float>(eps->value), 1e-5f);
+
+  auto mistral = gguf_layout_of(llama_hf_with_tensors("MistralForCausalLM"));
+  ASSERT_TRUE(mistral.ok()) << mistral.status().message();
+  EXPECT_EQ(mistral->architecture, "llama") << "llama.cpp's converter writes Mistral as llama";
+}
+
+TEST(GgufLayout, Qwen2KeepsSplitHalvesAndSaysItsHeadSize) {
+  MetaStore q = llama_hf_with_tensors("Qwen2ForCausalLM");
+  q.meta.set("head_dim", int64_t{4});  // 4 heads of 4: narrower than 32 / 4
+  MetaStore rows(ModelFormat::safetensors, "Qwen2ForCausalLM", "cfg");
+  rows.meta = q.meta;
+  for (const TensorRef& t : q.tensors()) {
+    const bool projection = t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos ||
+                            t.name.find("v_proj") != std::string::npos;
+    rows.add_tensor(t.name, projection ? t.shape[0] / 2 : t.shape[0]);
+  }
+  auto layout = gguf_layout_of(rows);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_EQ(layout->architecture, "qwen2");
+  for (const GgufTensorPlan& t : layout->tensors) EXPECT_EQ(t.interleave_heads, 0) << t.name;
+  const GgufKeyValue* key_length = key_of(*layout, "qwen2.attention.key_length");
+  ASSERT_NE(key_length, nullptr);
+  EXPECT_EQ(std::get<uint32_t>(key_length->value), 4u);
+}
+
+TEST(GgufLayout, RefusesWhatGgufCannotSayHere) {
+  MetaStore gguf(ModelFormat::gguf, "llama", "m.gguf");
+  auto already = gguf_layout_of(gguf);
+  ASSERT_FALSE(already.ok());
+  EXPECT_NE(already.status().message().find("GGUF file already"), std::string::npos) << already.status().message();
+
+  auto llama3 = gguf_layout_of(llama_hf());  // llama3 RoPE scaling: a computed tensor in GGUF
+  ASSERT_FALSE(llama3.ok());
+  EXPECT_EQ(llama3.status().code(), StatusCode::unsupported);
+  EXPECT_NE(llama3.status().message().find("llama3 RoPE scaling"), std::string::npos) << llama3.status().message();
+
+  MetaStore extra = llama_hf_with_tensors();
+  extra.add_tensor("model.layers.0.mlp.experts.0.weight", 8);
+  auto unknown = gguf_layout_of(extra);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("'model.layers.0.mlp.experts.0.weight' has no GGUF name"),
+            std::string::npos)
+      << unknown.status().message();
+
+  MetaStore odd = llama_hf_with_tensors();
+  MetaStore wrong(ModelFormat::safetensors, "LlamaForCausalLM", "cfg");
+  wrong.meta = odd.meta;
+  for (const TensorRef& t : odd.tensors())
+    wrong.add_tensor(t.name, t.name.find("q_proj") != std::string::npos ? 30 : t.shape[0]);
+  auto rows = gguf_layout_of(wrong);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find("not 4 heads"), std::string::npos) << rows.status().message();
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // transformer_plugin.cpp: the library's single entry: the "transformer" architecture.
+#include "gguf_layout.hpp"
 #include "llama_hparams.hpp"
 #include "model_config.hpp"
 #include "tessera/architecture.hpp"
@@ -20,6 +21,14 @@ class TransformerArchitecture final : public Architecture {
     });
   }
   Result<std::unique_ptr<Model>> build(ModelBuilder& builder) noexcept override { return build_transformer(builder); }
+  Status gguf_layout(const WeightStore& weights, GgufLayout& out) const noexcept override {
+    return guard([&]() -> Status {
+      auto layout = gguf_layout_of(weights);
+      if (!layout.ok()) return layout.status();
+      out = std::move(layout).value();
+      return Status::Ok();
+    });
+  }
 };
 
 }  // namespace tessera::transformer
