@@ -2,7 +2,9 @@
 //
 // The first input byte picks the mode:
 //   even: the rest is a tokenizer.json; a tokenizer built from it (when it is
-//         accepted) must then encode and decode arbitrary text without crashing.
+//         accepted) must then encode and decode arbitrary text without crashing,
+//         and where it can be written as GGUF keys (`tessera convert`), the
+//         tokenizer read back from them must encode text exactly as it does.
 //   odd:  the rest is text for fixed small vocabularies (byte-level BPE with
 //         merges and special tokens, SentencePiece with byte fallback), encoded
 //         with and without special-token parsing, decoded whole and streamed.
@@ -16,7 +18,11 @@
 #include <string>
 #include <string_view>
 
+#include "model/gguf.hpp"
+#include "model/gguf_writer.hpp"
 #include "tokenizer/byte_level.hpp"
+#include "tokenizer/gguf_keys.hpp"
+#include "tokenizer/gguf_loader.hpp"
 #include "tokenizer/stream_decoder.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/utf8.hpp"
@@ -103,6 +109,25 @@ void exercise(const Tokenizer& tok, std::string_view text, bool exact_round_trip
   (void)stream(tok, junk);
 }
 
+// The spec written as GGUF keys and read back, when the writer accepts it,
+// encodes as `tok` does.
+void check_gguf_round_trip(const TokenizerSpec& spec, const Tokenizer& tok, std::string_view text) {
+  tessera::GgufWriter writer;
+  if (!write_gguf_tokenizer(spec, static_cast<int64_t>(spec.tokens.size()), writer).ok()) return;
+  auto file = tessera::GgufFile::open_memory(writer.to_bytes(), "fuzz.gguf");
+  check(file.ok());
+  auto back_spec = tokenizer_spec_from_gguf(**file);
+  check(back_spec.ok());
+  auto back = Tokenizer::create(std::move(back_spec).value());
+  if (!back.ok()) {
+    std::fprintf(stderr, "fuzz_tokenizer: GGUF keys of an accepted tokenizer rejected: %s\n",
+                 back.status().message().c_str());
+    __builtin_trap();
+  }
+  for (bool parse_special : {false, true})
+    check(back->encode(text, false, parse_special) == tok.encode(text, false, parse_special));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -111,9 +136,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if ((data[0] & 1) == 0) {
     auto spec = tokenizer_spec_from_hf_json(rest, "", "fuzz/tokenizer.json");
     if (!spec.ok()) return 0;
-    auto tok = Tokenizer::create(std::move(spec).value());
+    auto tok = Tokenizer::create(*spec);
     if (!tok.ok()) return 0;
     exercise(*tok, "Hello world 123 <|im_end|> \xC3\xA9\xF0\x9F\x98\x80", false);
+    check_gguf_round_trip(*spec, *tok, "Hello world 123 <|im_end|> \xC3\xA9\xF0\x9F\x98\x80");
+    check_gguf_round_trip(*spec, *tok, rest.substr(0, 256));
     exercise(*tok, rest.substr(0, 256), false);
     return 0;
   }

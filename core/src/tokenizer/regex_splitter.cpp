@@ -80,6 +80,11 @@ const std::string& gpt2_split_regex() {
   return r;
 }
 
+bool pre_tokenizer_ignores_merges(std::string_view pre) {
+  return pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3" || pre == "pixtral" ||
+         pre == "stablelm2";
+}
+
 Result<std::vector<std::string>> pre_tokenizer_regexes(std::string_view pre) {
   // Llama 3 and its relatives: case-insensitive contractions, digits in groups of three.
   static const std::string llama3 =

@@ -44,6 +44,10 @@ class RegexSplitter {
 // ("gpt-2", "llama-bpe", "qwen2", "smollm", ...); unsupported for an unknown name.
 Result<std::vector<std::string>> pre_tokenizer_regexes(std::string_view pre);
 
+// Whether llama.cpp emits a word that is itself a token whole, without its
+// merges, for a GGUF `tokenizer.ggml.pre` name (Llama 3's ignore_merges).
+bool pre_tokenizer_ignores_merges(std::string_view pre);
+
 // The regex inside Hugging Face's ByteLevel pre-tokenizer (use_regex = true).
 const std::string& gpt2_split_regex();
 

@@ -33,11 +33,7 @@ constexpr std::array<std::string_view, 3> kExtraEogNames = {"<|eom_id|>", "<|ret
 
 // Pre-tokenizers whose Hugging Face config emits a whole word that is a token
 // without merging, and (for Llama 3) add BOS by default; from llama.cpp.
-bool pre_ignores_merges(std::string_view pre) {
-  return pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3" || pre == "pixtral" ||
-         pre == "stablelm2";
-}
-bool pre_adds_bos(std::string_view pre) { return pre_ignores_merges(pre); }
+bool pre_adds_bos(std::string_view pre) { return pre_tokenizer_ignores_merges(pre); }
 
 }  // namespace
 
@@ -90,7 +86,7 @@ Result<Tokenizer> Tokenizer::create(TokenizerSpec spec) {
     auto splitter = RegexSplitter::create(std::move(regexes));
     if (!splitter.ok()) return Status(splitter.status().code(), spec.source + ": " + splitter.status().message());
     impl->splitter = std::move(splitter).value();
-    impl->ignore_merges = spec.ignore_merges.value_or(pre_ignores_merges(spec.pre));
+    impl->ignore_merges = spec.ignore_merges.value_or(pre_tokenizer_ignores_merges(spec.pre));
     impl->add_bos = spec.add_bos.value_or(pre_adds_bos(spec.pre));
     impl->add_space_prefix = false;
   } else {
