@@ -78,5 +78,6 @@ int cmd_bench(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
 
 }  // namespace tessera::cli

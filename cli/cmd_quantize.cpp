@@ -57,6 +57,10 @@ void print_progress(const QuantizeProgress& p) {
 }
 
 void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
+  if (!r.converted_from_folder.empty())
+    fmt::print("note: {} is a Hugging Face folder; it was written as GGUF first ({:.1f} MiB beside the output, "
+               "removed), as `tessera convert` writes it\n",
+               r.converted_from_folder, static_cast<double>(r.converted_bytes) / (1 << 20));
   if (!r.dequantized_types.empty())
     fmt::print("note: the input's weights were stored as {}; they were dequantized to f32 first, so the output "
                "carries both roundings\n",
@@ -130,11 +134,11 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
 
 int cmd_quantize(int argc, char** argv) {
   cxxopts::Options options("tessera quantize",
-                           "Quantize the Linear weights of a GGUF model's layers into a new GGUF that llama.cpp runs "
+                           "Quantize the Linear weights of a model's layers (a GGUF file or a Hugging Face folder) into a new GGUF that llama.cpp runs "
                            "too: round-to-nearest, or GPTQ or AWQ calibrated on a text through the model itself; "
                            "or into INT8 W8A8, which Tessera runs with integer kernels.");
   options.positional_help("IN OUT");
-  options.add_options()("input", "the model to quantize (GGUF)", cxxopts::value<std::string>())(
+  options.add_options()("input", "the model to quantize (GGUF, or a Hugging Face folder at f32/f16/bf16)", cxxopts::value<std::string>())(
       "output", "the GGUF to write", cxxopts::value<std::string>())(
       "method", "rtn, gptq, awq or int8 (INT8 W8A8: int8 weights with a scale per row, int8 activations per token)", cxxopts::value<std::string>()->default_value("rtn"))(
       "format", "q4_0, q4_1, q5_0, q5_1, q8_0, q3_k, q4_k, q5_k or q6_k (default: from --bits and --sym/--asym; K formats: weights whose "

@@ -25,7 +25,8 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", tessera::cli::cmd_bench, "measure prefill and decode speed"},
     {"perplexity", tessera::cli::cmd_perplexity, "perplexity of a text, scored as llama.cpp does"},
     {"serve", tessera::cli::cmd_serve, "serve a pipeline over the OpenAI HTTP API"},
-    {"quantize", tessera::cli::cmd_quantize, "quantize a model's weights (round-to-nearest, GPTQ) into a new GGUF"},
+    {"quantize", tessera::cli::cmd_quantize, "quantize a model's weights (round-to-nearest, GPTQ, AWQ, INT8) into a new GGUF"},
+    {"convert", tessera::cli::cmd_convert, "write a Hugging Face safetensors folder as a GGUF file"},
 };
 
 void print_usage() {

@@ -409,6 +409,22 @@ TEST(Cli, OutputFilesAreReplacedWhole) {
   EXPECT_EQ(nlohmann::json::parse(r.out.substr(brace))["generated_tokens"], 1) << r.out;
 }
 
+// tessera convert: usage errors exit 2, folders it cannot write exit 1, and
+// neither leaves a file. (Conversions themselves: tests/integration/hf_convert_test.cpp.)
+TEST(Cli, ConvertRefusesWhatItCannotWrite) {
+  const fs::path out = scratch_dir() / "converted.gguf";
+  const fs::path data = fs::path(TESSERA_SOURCE_DIR) / "tests" / "data";
+  expect_one_clear_error(run_command(kCli + " convert"), 2, "tessera convert needs FOLDER and OUT paths");
+  expect_one_clear_error(run_command(kCli + " convert " + kQuickstart + " " + out.string()), 2, "not a folder");
+  expect_one_clear_error(run_command(kCli + " convert " + (data / "mamba" / "mamba1-hf").string() + " " + out.string()),
+                         1, "mamba1-hf: this architecture plugin does not describe its models as GGUF");
+  expect_one_clear_error(
+      run_command(kCli + " convert " + (data / "hf-quantized" / "gptq-act-order").string() + " " + out.string()), 1,
+      "writing those out is not supported");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(files_starting_with(scratch_dir(), "converted.gguf").empty());
+}
+
 TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
   expect_one_clear_error(run_command(kCli + " quantize in.gguf"), 2, "tessera quantize needs IN and OUT paths");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf c.gguf"), 2,

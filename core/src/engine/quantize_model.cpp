@@ -16,6 +16,7 @@
 
 #include "engine/awq_scales.hpp"
 #include "engine/calibration_linear.hpp"
+#include "engine/convert_model.hpp"
 #include "engine/quantized_output_error.hpp"
 #include "engine/quantized_views.hpp"
 #include "engine/model_builder.hpp"
@@ -94,11 +95,6 @@ Result<Pipeline> pipeline_for(const QuantizeJob& job, PluginRegistry& registry) 
 Status check_paths(const QuantizeJob& job) {
   if (job.input.empty() || job.output.empty()) return InvalidArgument("quantize needs an input and an output path");
   std::error_code ec;
-  if (fs::is_directory(job.input, ec))
-    return InvalidArgument(fmt::format(
-        "{}: tessera quantize reads GGUF files; a Hugging Face folder needs its config and tokenizer turned into "
-        "GGUF metadata first (llama.cpp's convert_hf_to_gguf.py does it)",
-        job.input));
   if (fs::exists(job.output, ec)) {
     if (!job.force) return InvalidArgument(fmt::format("{} exists; pass --force to replace it", job.output));
     if (fs::is_directory(job.output, ec)) return InvalidArgument(fmt::format("{} is a directory", job.output));
@@ -543,6 +539,8 @@ nlohmann::json QuantizeReport::to_json() const {
           {"file_bits_per_weight", file_bits_per_weight()},
           {"output_file_bytes", output_file_bytes},
           {"dequantized_types", dequantized_types},
+          {"converted_from_folder", converted_from_folder},
+          {"converted_bytes", converted_bytes},
           {"calibration_tokens", calibration_tokens},
           {"calibration_seconds", calibration_seconds},
           {"calibration_layer_by_layer", layer_by_layer},
@@ -554,8 +552,9 @@ nlohmann::json QuantizeReport::to_json() const {
           {"weights", per_weight}};
 }
 
-Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& registry,
-                                      const std::function<void(const QuantizeProgress&)>& progress) {
+// The job on a GGUF input (quantize_model() converts a folder first).
+static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegistry& registry,
+                                            const std::function<void(const QuantizeProgress&)>& progress) {
   const auto start = Clock::now();
   TESSERA_RETURN_IF_ERROR(check_paths(job));
   auto pipeline = pipeline_for(job, registry);
@@ -769,6 +768,34 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   TESSERA_RETURN_IF_ERROR(round_embedding_and_head(job, s, builder, rounded, report));
   TESSERA_RETURN_IF_ERROR(write_output(job, *gguf, done, rounded, parts, replaced, rewritten, report));
   report.seconds = seconds_since(start);
+  return report;
+}
+
+// A Hugging Face folder is written as GGUF beside OUT first (its float
+// weights as stored), quantized from there like any GGUF, and removed.
+Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& registry,
+                                      const std::function<void(const QuantizeProgress&)>& progress) {
+  std::error_code ec;
+  if (!fs::is_directory(job.input, ec)) return quantize_gguf(job, registry, progress);
+  const auto start = Clock::now();
+  TESSERA_RETURN_IF_ERROR(check_paths(job));
+  QuantizeJob from_gguf = job;
+  from_gguf.input = job.output + ".hf.gguf.tmp";
+  struct RemoveAtExit {
+    std::string path;
+    ~RemoveAtExit() {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+  } converted{from_gguf.input};
+  registry.scan(plugin_search_path({}));  // as the pipeline will: folders scanned before are skipped
+  auto conversion = convert_model({job.input, from_gguf.input, /*force=*/true}, registry);
+  if (!conversion.ok()) return conversion.status();
+  auto report = quantize_gguf(from_gguf, registry, progress);
+  if (!report.ok()) return report.status();
+  report->converted_from_folder = job.input;
+  report->converted_bytes = conversion->output_file_bytes;
+  report->seconds = seconds_since(start);
   return report;
 }
 

@@ -29,7 +29,7 @@
 namespace tessera {
 
 struct QuantizeJob {
-  std::string input;   // a GGUF file
+  std::string input;   // a GGUF file, or a Hugging Face folder (written as GGUF beside OUT first)
   std::string output;  // the GGUF to write (through a temporary file renamed into place)
   QuantizeSpec spec;
   std::string calibration_text;  // for methods that want inputs
@@ -119,6 +119,8 @@ struct QuantizeReport {
   std::vector<KeptWeightReport> kept;           // weights the format cannot hold, left as they were
   std::vector<QuantizedWeightReport> rounded;   // the embedding and the head (QuantizeJob::embedding_format)
   std::vector<std::string> dequantized_types;   // block types of the input weights, dequantized first
+  std::string converted_from_folder;  // the input, when a Hugging Face folder was written as GGUF first
+  uint64_t converted_bytes = 0;       // that GGUF's size (a temporary file beside the output)
   std::vector<ScaleGroupReport> scale_groups;   // AWQ's, in order
   uint64_t quantized_elements = 0;
   uint64_t quantized_bytes = 0;
@@ -150,7 +152,7 @@ struct QuantizeProgress {
 
 // Errors: invalid_argument for settings the job cannot run with (the output
 // exists without force, a calibration text too short, a format that cannot
-// hold the spec, an input that is not a GGUF), others from the model and plugins.
+// hold the spec, a folder that cannot be written as GGUF), others from the model and plugins.
 Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& registry,
                                       const std::function<void(const QuantizeProgress&)>& progress = {});
 
