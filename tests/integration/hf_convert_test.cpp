@@ -20,6 +20,7 @@
 #include "hf_export.hpp"
 #include "io/read_file.hpp"
 #include "model_fixture.hpp"
+#include "tessera/half.hpp"
 #include "../support/scratch_dir.hpp"
 
 namespace tessera::test {
@@ -145,7 +146,8 @@ TEST_F(HfConvert, QuantizingTheFolderEqualsQuantizingTheControl) {
   ASSERT_TRUE(from_folder.ok()) << from_folder.status().message();
   EXPECT_EQ(from_folder->converted_from_folder, folder().string());
   EXPECT_GT(from_folder->converted_bytes, 0u);
-  EXPECT_FALSE(fs::exists(convert_scratch("from_folder.gguf.hf.gguf.tmp"))) << "the converted input was left behind";
+  for (const auto& entry : fs::directory_iterator(convert_scratch("")))
+    EXPECT_EQ(entry.path().string().find(".hf-"), std::string::npos) << entry.path() << ": the converted input was left";
   auto from_control = quantize_model(job_from(control_path(), convert_scratch("from_control.gguf")), test_registry());
   ASSERT_TRUE(from_control.ok()) << from_control.status().message();
   EXPECT_TRUE(from_control->converted_from_folder.empty());
@@ -184,6 +186,18 @@ TEST_F(HfConvert, Bf16FolderIsWrittenAsBf16AndQuantizes) {
   EXPECT_EQ(got->dtype, DType::bf16);
   ASSERT_EQ(got->nbytes, want->nbytes);
   EXPECT_EQ(std::memcmp(got->data, want->data, want->nbytes), 0);
+  // Norms become f32, as llama.cpp's converter writes them: its f32
+  // operations take no bf16 operand.
+  const TensorRef* norm = (*converted)->find("blk.3.ffn_norm.weight");
+  const TensorRef* stored_norm = (*folder_file)->find("model.layers.3.post_attention_layernorm.weight");
+  ASSERT_TRUE(norm && stored_norm);
+  EXPECT_EQ(stored_norm->dtype, DType::bf16);
+  ASSERT_EQ(norm->dtype, DType::f32);
+  for (int64_t i = 0; i < norm->numel(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, static_cast<const std::byte*>(stored_norm->data) + i * 2, 2);
+    ASSERT_EQ(static_cast<const float*>(norm->data)[i], bf16_to_f32(bits)) << i;
+  }
 
   QuantizeJob job;
   job.input = bf16.string();

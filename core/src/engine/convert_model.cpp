@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "engine/architecture_choice.hpp"
 #include "io/read_file.hpp"
 #include "model/gguf_writer.hpp"
+#include "tessera/half.hpp"
 #include "tokenizer/gguf_keys.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -33,6 +35,21 @@ std::vector<std::byte> interleave_halves(const TensorRef& t, int64_t heads) {
   return out;
 }
 
+// f16 or bf16 values as f32: llama.cpp's converter stores one-dimensional
+// tensors (norms, biases) as f32, and its CPU operations that add or multiply
+// them into f32 activations take no f16/bf16 operand.
+std::vector<std::byte> widened_to_f32(std::span<const std::byte> stored, DType type) {
+  const size_t n = stored.size() / sizeof(uint16_t);
+  std::vector<std::byte> out(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, stored.data() + i * sizeof bits, sizeof bits);
+    const float value = type == DType::f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+    std::memcpy(out.data() + i * sizeof value, &value, sizeof value);
+  }
+  return out;
+}
+
 // llama.cpp's general.file_type of a float file: that of its weight matrices' type.
 uint32_t float_file_type(const std::map<DType, uint64_t>& matrix_bytes) {
   DType most = DType::f32;
@@ -46,7 +63,7 @@ uint32_t float_file_type(const std::map<DType, uint64_t>& matrix_bytes) {
 
 Result<tok::TokenizerSpec> folder_tokenizer(const ModelFile& model) {
   if (model.tokenizer_json_path().empty())
-    return InvalidArgument(model.source() + ": the folder has no tokenizer.json, and a GGUF file needs its tokenizer");
+    return Unsupported(model.source() + ": the folder has no tokenizer.json, and a GGUF file needs its tokenizer");
   auto text = read_file(model.tokenizer_json_path(), "tokenizer file");
   if (!text.ok()) return text.status();
   std::string config;
@@ -55,7 +72,28 @@ Result<tok::TokenizerSpec> folder_tokenizer(const ModelFile& model) {
     if (!config_text.ok()) return config_text.status();
     config = std::move(config_text).value();
   }
-  return tok::tokenizer_spec_from_hf_json(*text, config, model.tokenizer_json_path());
+  auto spec = tok::tokenizer_spec_from_hf_json(*text, config, model.tokenizer_json_path());
+  if (!spec.ok()) return spec.status();
+  // Special ids tokenizer_config.json does not name: config.json's, as
+  // llama.cpp's converter takes them (Qwen2.5: bos_token_id 151643).
+  const auto n = static_cast<int64_t>(spec->tokens.size());
+  for (const auto& [key, id] : {std::pair{"bos_token_id", &spec->bos_id}, std::pair{"eos_token_id", &spec->eos_id}})
+    if (const auto v = model.metadata().get_int(key); !*id && v && *v >= 0 && *v < n) *id = static_cast<int32_t>(*v);
+  return spec;
+}
+
+// What the core checks of a plugin's plan before it reads bytes by it.
+Status check_plan(const ModelFile& model, const GgufTensorPlan& plan, const TensorRef* t) {
+  if (t == nullptr)
+    return Internal(fmt::format("{}: the architecture plugin placed '{}', which the folder does not hold",
+                                model.source(), plan.source));
+  if (t->ndim < 1 || t->shape[0] <= 0)
+    return CorruptData(fmt::format("{}: tensor '{}' has no rows", model.source(), t->name));
+  if (plan.interleave_heads < 0 || (plan.interleave_heads > 0 && (plan.interleave_heads > t->shape[0] ||
+                                                                   t->shape[0] % (2 * plan.interleave_heads) != 0)))
+    return CorruptData(fmt::format("{}: {} has {} rows, not {} heads of an even size", model.source(), t->name,
+                                   t->shape[0], plan.interleave_heads));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -89,40 +127,53 @@ Result<ConvertReport> write_gguf_form(const ModelFile& model, const Architecture
   writer.set_string("general.name", model.name());
   for (const GgufKeyValue& kv : layout.metadata)
     std::visit([&](const auto& v) { writer.set(kv.key, GgufValue(v)); }, kv.value);
+  for (const GgufTensorPlan& plan : layout.tensors)
+    TESSERA_RETURN_IF_ERROR(check_plan(model, plan, model.find(plan.source)));
   int64_t vocab_rows = 0;
   for (const GgufTensorPlan& plan : layout.tensors)
-    if (const TensorRef* t = model.find(plan.source); t != nullptr && plan.name == "token_embd.weight")
-      vocab_rows = t->shape[0];
+    if (plan.name == "token_embd.weight") vocab_rows = model.find(plan.source)->shape[0];
   if (vocab_rows == 0)
-    return InvalidArgument(fmt::format("{}: the architecture plugin placed no token_embd.weight", model.source()));
+    return Internal(fmt::format("{}: the architecture plugin placed no token_embd.weight", model.source()));
   TESSERA_RETURN_IF_ERROR(tok::write_gguf_tokenizer(*tokenizer, vocab_rows, writer));
 
   std::map<DType, uint64_t> matrix_bytes;
+  int widened = 0;
   for (const GgufTensorPlan& plan : layout.tensors) {
     const TensorRef* t = model.find(plan.source);
-    if (t == nullptr)
-      return InvalidArgument(fmt::format("{}: the architecture plugin placed '{}', which the folder does not hold",
-                                         model.source(), plan.source));
     std::vector<uint64_t> dims(t->shape.begin(), t->shape.begin() + t->ndim);
     std::reverse(dims.begin(), dims.end());  // GGUF: innermost first
+    std::span<const std::byte> bytes(static_cast<const std::byte*>(t->data), t->nbytes);
+    std::vector<std::byte> owned;  // the bytes when they are not the stored ones
     if (plan.interleave_heads > 0) {
-      if (t->shape[0] % (2 * plan.interleave_heads) != 0)
-        return InvalidArgument(fmt::format("{}: {} has {} rows, not {} heads of an even size", model.source(), t->name,
-                                           t->shape[0], plan.interleave_heads));
-      TESSERA_RETURN_IF_ERROR(writer.add_tensor(plan.name, t->dtype, std::move(dims), interleave_halves(*t, plan.interleave_heads)));
-    } else {
-      TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(
-          plan.name, t->dtype, std::move(dims), {static_cast<const std::byte*>(t->data), t->nbytes}));
+      owned = interleave_halves(*t, plan.interleave_heads);
+      bytes = owned;
     }
-    ++report.types[std::string(dtype_name(t->dtype))];
-    report.tensor_bytes += t->nbytes;
-    if (t->ndim == 2) matrix_bytes[t->dtype] += t->nbytes;
+    DType type = t->dtype;
+    if (t->ndim == 1 && (type == DType::f16 || type == DType::bf16)) {
+      owned = widened_to_f32(bytes, type);
+      bytes = owned;
+      type = DType::f32;
+      ++widened;
+    }
+    if (owned.empty()) {
+      TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(plan.name, type, std::move(dims), bytes));
+    } else {
+      TESSERA_RETURN_IF_ERROR(writer.add_tensor(plan.name, type, std::move(dims), bytes));
+    }
+    ++report.types[std::string(dtype_name(type))];
+    report.tensor_bytes += bytes.size();
+    if (t->ndim == 2) matrix_bytes[type] += bytes.size();
   }
+  if (widened > 0)
+    report.notes.push_back(fmt::format("{} one-dimensional tensors (norms, biases) written as f32, as llama.cpp's "
+                                       "converter writes them",
+                                       widened));
   writer.set_u32("general.file_type", float_file_type(matrix_bytes));
   writer.set_string("tessera.converted_from", "Hugging Face safetensors");
   TESSERA_RETURN_IF_ERROR(writer.write(path));
   std::error_code ec;
   report.output_file_bytes = fs::file_size(path, ec);
+  if (ec) return Unavailable(fmt::format("{}: written, but its size cannot be read: {}", path, ec.message()));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

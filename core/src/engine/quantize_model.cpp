@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -780,7 +782,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   const auto start = Clock::now();
   TESSERA_RETURN_IF_ERROR(check_paths(job));
   QuantizeJob from_gguf = job;
-  from_gguf.input = job.output + ".hf.gguf.tmp";
+  from_gguf.input = fmt::format("{}.hf-{}.gguf.tmp", job.output, ::getpid());  // never a file of the user's
   struct RemoveAtExit {
     std::string path;
     ~RemoveAtExit() {
@@ -792,7 +794,13 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   auto conversion = convert_model({job.input, from_gguf.input, /*force=*/true}, registry);
   if (!conversion.ok()) return conversion.status();
   auto report = quantize_gguf(from_gguf, registry, progress);
-  if (!report.ok()) return report.status();
+  if (!report.ok()) {
+    // Errors name the input: the folder, not the temporary file.
+    std::string message = report.status().message();
+    for (size_t at = message.find(from_gguf.input); at != std::string::npos; at = message.find(from_gguf.input, at))
+      message.replace(at, from_gguf.input.size(), job.input);
+    return Status(report.status().code(), std::move(message));
+  }
   report->converted_from_folder = job.input;
   report->converted_bytes = conversion->output_file_bytes;
   report->seconds = seconds_since(start);

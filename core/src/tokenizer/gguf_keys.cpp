@@ -11,6 +11,12 @@
 namespace tessera::tok {
 
 Result<std::string> gguf_pre_tokenizer_name(const TokenizerSpec& spec) {
+  // "none" (a ByteLevel without its regex, no Split): Tessera's own name for
+  // splitting nothing, which llama.cpp does not know.
+  if (spec.pre == "none")
+    return Unsupported(fmt::format("{}: the pre-tokenizer does not split text at all, which no GGUF "
+                                   "tokenizer.ggml.pre name that llama.cpp knows says",
+                                   spec.source));
   if (!spec.pre.empty()) return spec.pre;
   // Tried in this order: where two names give the same rules, the first is
   // the one llama.cpp's converter writes for the models that use them.
@@ -53,7 +59,7 @@ Status write_gguf_tokenizer(const TokenizerSpec& spec, int64_t vocab_rows, GgufW
   // Rows of the embedding past the tokenizer's tokens (Qwen2.5 pads 151665
   // tokens to 151936 rows): GGUF's token list is as long as the embedding.
   if (vocab_rows < static_cast<int64_t>(tokens.size()))
-    return InvalidArgument(fmt::format("{}: {} tokens, but the embedding has only {} rows", spec.source,
+    return CorruptData(fmt::format("{}: {} tokens, but the embedding has only {} rows", spec.source,
                                        tokens.size(), vocab_rows));
   for (auto id = static_cast<int64_t>(tokens.size()); id < vocab_rows; ++id) {
     tokens.push_back(fmt::format("[PAD{}]", id));

@@ -110,6 +110,11 @@ TEST(GgufTokenizerKeys, RefusesWhatAGgufNameCannotSay) {
   GgufWriter writer;
   EXPECT_FALSE(write_gguf_tokenizer(odd, 1000, writer).ok());
 
+  TokenizerSpec unsplit = json_like("gpt-2");
+  unsplit.pre_regexes.clear();
+  unsplit.pre = "none";
+  EXPECT_FALSE(gguf_pre_tokenizer_name(unsplit).ok()) << "llama.cpp refuses an unknown pre-tokenizer name";
+
   // Llama 3's rules with merges applied to whole-token words: no GGUF name says that.
   TokenizerSpec merging = json_like("llama-bpe");
   merging.ignore_merges = false;

@@ -204,6 +204,27 @@ std::optional<std::string> config_token(const json& config, const char* key) {
   return std::nullopt;
 }
 
+// The special token a TemplateProcessing post-processor puts before a single
+// sequence ("<|begin_of_text|>" in Llama 3's tokenizer.json), alone or inside
+// a Sequence of processors; nullopt when there is none.
+std::optional<std::string> template_prefix_token(const json& root) {
+  if (!root.contains("post_processor") || !root["post_processor"].is_object()) return std::nullopt;
+  const json& top = root["post_processor"];
+  std::vector<const json*> processors{&top};
+  if (top.value("type", std::string()) == "Sequence" && top.contains("processors") && top["processors"].is_array())
+    for (const json& p : top["processors"]) processors.push_back(&p);
+  for (const json* p : processors) {
+    if (!p->is_object() || p->value("type", std::string()) != "TemplateProcessing") continue;
+    if (!p->contains("single") || !(*p)["single"].is_array() || (*p)["single"].empty()) return std::nullopt;
+    const json& first = (*p)["single"][0];
+    if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object() &&
+        first["SpecialToken"].contains("id") && first["SpecialToken"]["id"].is_string())
+      return first["SpecialToken"]["id"].get<std::string>();
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::string_view config_json,
                                         const std::string& source) {
   const Ctx ctx{source};
@@ -362,6 +383,17 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
   }
   // Typed after tokenizer_config.json, which may name another unk token.
   if (sentencepiece && spec.unk_id) spec.tokens[static_cast<size_t>(*spec.unk_id)].type = TokenType::unknown;
+  // Where tokenizer_config.json does not say, a fast tokenizer adds what its
+  // post-processor's template puts first (Llama 3: <|begin_of_text|>).
+  if (!spec.add_bos) {
+    if (const auto prefix = template_prefix_token(root)) {
+      const auto id = id_of(*prefix);
+      if (id && (!spec.bos_id || *spec.bos_id == *id)) {
+        spec.bos_id = id;
+        spec.add_bos = true;
+      }
+    }
+  }
   // transformers' LlamaTokenizer adds BOS unless told otherwise; byte-level BPE tokenizers do not.
   spec.add_bos = spec.add_bos.value_or(sentencepiece);
   return spec;

@@ -55,6 +55,33 @@ Result<Tokenizer> load(const json& tok, const json& config = json()) {
   return Tokenizer::create(std::move(spec).value());
 }
 
+// Llama 3's tokenizer_config.json does not say add_bos_token; its
+// tokenizer.json's post-processor puts <|begin_of_text|> first, and
+// transformers' fast tokenizer adds it. tokenizer_config.json, where it says, wins.
+TEST(TokenizerJson, APostProcessorTemplateThatStartsWithATokenAddsIt) {
+  json tok = tiny_json(false);
+  const json prefix = {{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}};
+  const json sequence = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  tok["post_processor"] = {{"type", "Sequence"},
+                           {"processors", json::array({json{{"type", "ByteLevel"}},
+                                                       json{{"type", "TemplateProcessing"},
+                                                            {"single", json::array({prefix, sequence})}}})}};
+  auto added = load(tok);
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_TRUE(added->add_bos());
+  EXPECT_EQ(added->bos_id(), 260);
+  EXPECT_EQ(added->encode("he").front(), 260);
+
+  auto told = load(tok, kConfig);  // add_bos_token: false
+  ASSERT_TRUE(told.ok());
+  EXPECT_FALSE(told->add_bos());
+
+  tok["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array({sequence})}};
+  auto none = load(tok);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->add_bos()) << "a template that starts with the text adds nothing";
+}
+
 TEST(TokenizerJson, LoadsBothMergeForms) {
   for (bool pairs : {false, true}) {
     auto tok = load(tiny_json(pairs), kConfig);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <limits>
 #include <tuple>
 
@@ -29,10 +30,12 @@ std::tuple<int, int64_t, size_t, bool> file_position(std::string_view name) {
   if (name.starts_with("token_embd.")) return {0, 0, 0, false};
   if (name.starts_with("output_norm.")) return {2, 0, 0, false};
   if (name.starts_with("output.")) return {3, 0, 0, false};
-  // "blk.N.part.weight" / ".bias"
+  // "blk.N.part.weight" / ".bias", as gguf_name_of_hf_tensor writes them.
   const size_t first_dot = name.find('.');
   const size_t second_dot = name.find('.', first_dot + 1);
-  const int64_t layer = std::stoll(std::string(name.substr(first_dot + 1, second_dot - first_dot - 1)));
+  if (first_dot == std::string_view::npos || second_dot == std::string_view::npos) return {4, 0, 0, false};
+  int64_t layer = 0;
+  std::from_chars(name.data() + first_dot + 1, name.data() + second_dot, layer);
   const std::string_view rest = name.substr(second_dot + 1);
   const std::string_view part = rest.substr(0, rest.find('.'));
   const size_t rank = std::find(kLayerOrder.begin(), kLayerOrder.end(), part) - kLayerOrder.begin();
@@ -65,7 +68,10 @@ Result<GgufLayout> gguf_layout_of(const WeightStore& weights) {
   out.architecture = *arch;
   const std::string k = out.architecture + ".";
   const std::string& source = weights.source();
-  TESSERA_RETURN_IF_ERROR(add_u32(out, k + "context_length", hp.context_length, source));
+  // The context it was trained with; a sliding window goes in its own key,
+  // from which Tessera caps the context again (llama.cpp ignores it for llama).
+  const int64_t context = hp.trained_context_length > 0 ? hp.trained_context_length : hp.context_length;
+  TESSERA_RETURN_IF_ERROR(add_u32(out, k + "context_length", context, source));
   TESSERA_RETURN_IF_ERROR(add_u32(out, k + "embedding_length", config->n_embd, source));
   TESSERA_RETURN_IF_ERROR(add_u32(out, k + "block_count", config->n_layer, source));
   TESSERA_RETURN_IF_ERROR(add_u32(out, k + "feed_forward_length", config->n_ff, source));

@@ -340,9 +340,19 @@ TEST(GgufLayout, LlamaInterleavesQueryAndKeyHeadsInLlamaCppsOrder) {
   ASSERT_NE(eps, nullptr);
   EXPECT_EQ(std::get<float>(eps->value), 1e-5f);
 
-  auto mistral = gguf_layout_of(llama_hf_with_tensors("MistralForCausalLM"));
+  // Mistral 7B v0.1: a window of 4096 in a context of 32768. The file says
+  // both (Tessera caps its context again from the window key on reading).
+  MetaStore m = llama_hf_with_tensors("MistralForCausalLM");
+  m.meta.set("max_position_embeddings", int64_t{32768});
+  m.meta.set("sliding_window", int64_t{4096});
+  auto mistral = gguf_layout_of(m);
   ASSERT_TRUE(mistral.ok()) << mistral.status().message();
   EXPECT_EQ(mistral->architecture, "llama") << "llama.cpp's converter writes Mistral as llama";
+  const GgufKeyValue* context = key_of(*mistral, "llama.context_length");
+  const GgufKeyValue* window = key_of(*mistral, "llama.attention.sliding_window");
+  ASSERT_TRUE(context && window);
+  EXPECT_EQ(std::get<uint32_t>(context->value), 32768u) << "the trained context, not the capped one";
+  EXPECT_EQ(std::get<uint32_t>(window->value), 4096u);
 }
 
 TEST(GgufLayout, Qwen2KeepsSplitHalvesAndSaysItsHeadSize) {

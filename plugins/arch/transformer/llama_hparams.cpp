@@ -44,6 +44,7 @@ void cap_context_at_sliding_window(LlamaHParams& hp, int64_t window, const std::
                   " positions; Tessera's attention has no window, so the context is limited to " +
                   std::to_string(window) + " (was " + std::to_string(hp.context_length) + ")");
   hp.sliding_window = window;
+  hp.trained_context_length = hp.context_length;
   hp.context_length = window;
 }
 

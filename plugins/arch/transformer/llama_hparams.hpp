@@ -38,6 +38,7 @@ struct LlamaHParams {
   double rope_high_freq_factor = 4.0;  // llama3
   bool tied_embeddings = false;        // no separate output matrix: token_embd serves
   int64_t sliding_window = 0;          // the window it was trained with; 0 = none
+  int64_t trained_context_length = 0;  // context_length before the window capped it; 0 = not capped
 };
 
 // Reads the hyper-parameters of `store` (GGUF or Hugging Face). What the
