@@ -124,8 +124,10 @@ void check_gguf_round_trip(const TokenizerSpec& spec, const Tokenizer& tok, std:
                  back.status().message().c_str());
     __builtin_trap();
   }
-  for (bool parse_special : {false, true})
-    check(back->encode(text, false, parse_special) == tok.encode(text, false, parse_special));
+  // With special tokens parsed: the writer types added tokens that look like
+  // control tokens as control (as llama.cpp's converter does), which only
+  // changes what text that spells them gives when specials are not parsed.
+  check(back->encode(text, false, true) == tok.encode(text, false, true));
 }
 
 }  // namespace

@@ -10,6 +10,23 @@
 
 namespace tessera::tok {
 
+namespace {
+
+// llama.cpp's converter writes an added token that tokenizer.json does not
+// call special as a control token all the same when it looks like one
+// (Qwen2.5's "<|fim_prefix|>" and its kind, deepseek's "<｜...｜>", gemma's
+// "<unused..>", "<pad>", "<mask>"), so that text which merely spells it is
+// not read as it; the files Tessera writes type them alike.
+bool looks_like_control_token(std::string_view text) {
+  const auto wrapped = [&](std::string_view open, std::string_view close) {
+    return text.starts_with(open) && text.ends_with(close);
+  };
+  return text == "<pad>" || text == "<mask>" || text == "<2mass>" || text == "[@BOS@]" || wrapped("<|", "|>") ||
+         wrapped("<\xEF\xBD\x9C", "\xEF\xBD\x9C>") || wrapped("<unused", ">");
+}
+
+}  // namespace
+
 Result<std::string> gguf_pre_tokenizer_name(const TokenizerSpec& spec) {
   // "none" (a ByteLevel without its regex, no Split): Tessera's own name for
   // splitting nothing, which llama.cpp does not know.
@@ -54,7 +71,8 @@ Status write_gguf_tokenizer(const TokenizerSpec& spec, int64_t vocab_rows, GgufW
   types.reserve(spec.tokens.size());
   for (const SpecToken& t : spec.tokens) {
     tokens.push_back(t.text);
-    types.push_back(static_cast<int32_t>(t.type));
+    const bool control = t.type == TokenType::user_defined && looks_like_control_token(t.text);
+    types.push_back(static_cast<int32_t>(control ? TokenType::control : t.type));
   }
   // Rows of the embedding past the tokenizer's tokens (Qwen2.5 pads 151665
   // tokens to 151936 rows): GGUF's token list is as long as the embedding.

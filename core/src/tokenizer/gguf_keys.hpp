@@ -23,7 +23,8 @@ Result<std::string> gguf_pre_tokenizer_name(const TokenizerSpec& spec);
 // Sets tokenizer.ggml.{model, pre, tokens, token_type, merges, the special
 // ids, add_bos_token, add_eos_token} and tokenizer.chat_template as
 // llama.cpp's converter writes them for a byte-level BPE ("gpt2") tokenizer,
-// the token list padded with unused "[PAD<id>]" tokens to `vocab_rows`, the
+// added tokens that look like control tokens ("<|...|>") typed control as that
+// converter types them, the token list padded with unused "[PAD<id>]" tokens to `vocab_rows`, the
 // embedding's rows (GGUF readers take the list's length as the vocabulary).
 // Unsupported for a SentencePiece spec (its scores and normalization rules
 // from tokenizer.json have no exact GGUF form here) and for split rules no

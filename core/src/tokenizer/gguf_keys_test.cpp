@@ -84,6 +84,22 @@ TEST(GgufTokenizerKeys, TheTokenListIsPaddedToTheEmbeddingsRows) {
   EXPECT_NE(fewer.message().find("but the embedding has only"), std::string::npos) << fewer.message();
 }
 
+// Added tokens tokenizer.json does not call special but that look like
+// control tokens are written as control tokens, as llama.cpp's converter
+// writes them (Qwen2.5's "<|fim_prefix|>" is "special": false).
+TEST(GgufTokenizerKeys, AddedTokensThatLookLikeControlTokensAreControlTokens) {
+  TokenizerSpec spec = json_like("qwen2");
+  for (const char* text : {"<|fim_prefix|>", "<unused7>", "<|", "<tool>"})
+    spec.tokens.push_back({text, 0.0f, TokenType::user_defined});
+  auto back = through_gguf(spec);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const size_t n = back->tokens.size();
+  EXPECT_EQ(back->tokens[n - 4].type, TokenType::control);
+  EXPECT_EQ(back->tokens[n - 3].type, TokenType::control);
+  EXPECT_EQ(back->tokens[n - 2].type, TokenType::user_defined) << "'<|' alone is not wrapped";
+  EXPECT_EQ(back->tokens[n - 1].type, TokenType::user_defined);
+}
+
 TEST(GgufTokenizerKeys, SplitRulesAreNamedAsLlamaCppNamesThem) {
   for (const char* pre : {"smollm", "qwen2", "llama-bpe", "gpt-2", "default"}) {
     auto name = gguf_pre_tokenizer_name(json_like(pre));
