@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 #include "model_required.hpp"
 #include "run_command.hpp"
 #include "tessera/plugin.hpp"

@@ -11,6 +11,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
@@ -42,7 +43,7 @@ TEST(CorruptWeights, NonFiniteLogitsNameTheFirstBrokenTensor) {
   if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
   auto model = open_model(kModel.string());
   ASSERT_TRUE(model.ok()) << model.status().message();
-  const fs::path file = fs::temp_directory_path() / fmt::format("tessera-nan-{}.gguf", getpid());
+  const fs::path file = scratch_dir("tessera_integration_test") / fmt::format("tessera-nan-{}.gguf", getpid());
   std::vector<std::byte> spoiled;
   ASSERT_TRUE(write_with_nan(**model, "blk.5.ffn_down.weight", file, spoiled).ok());
   {

@@ -21,14 +21,14 @@
 #include "io/read_file.hpp"
 #include "model_fixture.hpp"
 #include "tessera/half.hpp"
-#include "../support/scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path convert_scratch(const std::string& name) { return scratch_dir("tessera_hf_convert_test") / name; }
+fs::path convert_scratch(const std::string& name) { return scratch_dir("tessera_integration_test") / name; }
 
 // The default model exported once per process as an F32 folder, the control
 // GGUF written from it by hf_export, and the folder converted by the core.

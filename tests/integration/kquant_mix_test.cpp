@@ -20,6 +20,7 @@
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
 #include "reference.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
@@ -87,7 +88,7 @@ class KQuantMix : public ::testing::Test {
     }
     auto model = open_model(kModel.string());
     ASSERT_TRUE(model.ok()) << model.status().message();
-    file_ = fs::temp_directory_path() / fmt::format("tessera-kquant-mix-{}.gguf", getpid());
+    file_ = scratch_dir("tessera_integration_test") / fmt::format("tessera-kquant-mix-{}.gguf", getpid());
     const Status written = write_kquant_mix(**model, file_);
     ASSERT_TRUE(written.ok()) << written.message();
   }

@@ -22,6 +22,7 @@
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
 #include "tessera/half.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
@@ -288,7 +289,7 @@ TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
 // Mamba-1's dt projection (256 x 8) has rows shorter than a Q8_0 block: it
 // stays f32, named in the report, and the file runs.
 TEST_P(MambaModels, GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_mamba_quantize_{}", ::getpid());
+  const fs::path dir = scratch_dir("tessera_integration_test") / fmt::format("tessera_mamba_quantize_{}", ::getpid());
   fs::create_directories(dir);
   std::ifstream readme(kData / "README.md");  // English the models' tokenizer reads
   std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
@@ -391,7 +392,7 @@ TEST_P(MambaModels, ADraftModelOnAMambaTargetKeepsItsIds) {
 // f32 tensor as `dtype` ("F16" or "BF16"), or, with `as_f32`, as F32 values
 // rounded to that type: the same numbers stored the two ways.
 fs::path hf_copy_in(const std::string& folder, const std::string& dtype, bool as_f32) {
-  const fs::path dir = fs::temp_directory_path() /
+  const fs::path dir = scratch_dir("tessera_integration_test") /
                        fmt::format("tessera-mamba-{}-{}{}-{}", folder, dtype, as_f32 ? "-as-f32" : "", getpid());
   fs::remove_all(dir);
   fs::copy(kData / folder, dir, fs::copy_options::recursive);
@@ -494,7 +495,7 @@ std::string open_error_of_copy(const std::string& name, const std::string& drop_
     if (t.name == halve_tensor) dims.back() /= 2, bytes /= 2;
     EXPECT_TRUE(writer.add_tensor(t.name, t.dtype, dims, {static_cast<const std::byte*>(t.data), bytes}).ok());
   }
-  const fs::path file = fs::temp_directory_path() / fmt::format("tessera-mamba-broken-{}.gguf", getpid());
+  const fs::path file = scratch_dir("tessera_integration_test") / fmt::format("tessera-mamba-broken-{}.gguf", getpid());
   EXPECT_TRUE(writer.write(file.string()).ok());
   auto pipeline = load_pipeline(kPipelines / "mamba.toml", {{"model", "path", file.string(), true}}, test_registry());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
@@ -528,7 +529,7 @@ TEST(MambaFiles, FalconMambaNormsAreRefusedByName) {
 // with keys of its config.json changed; a string value "@TOKEN" is written as
 // the bare token (Python's json writes float("inf") as Infinity).
 fs::path hf_copy_with_config(const std::string& name, const nlohmann::json& changes, const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-mamba-{}-{}", tag, getpid());
+  const fs::path dir = scratch_dir("tessera_integration_test") / fmt::format("tessera-mamba-{}-{}", tag, getpid());
   fs::remove_all(dir);
   fs::copy(kData / name, dir, fs::copy_options::recursive);
   nlohmann::json config;

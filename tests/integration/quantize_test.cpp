@@ -18,14 +18,14 @@
 #include "model/gguf.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
-#include "../support/scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) { return scratch_dir("tessera_quantize_test") / name; }
+fs::path scratch(const std::string& name) { return scratch_dir("tessera_integration_test") / name; }
 
 // Mean over positions of KL(P || Q), P and Q the softmaxes of rows of
 // `p_logits` and `q_logits` ([positions, vocab] each), in float64.

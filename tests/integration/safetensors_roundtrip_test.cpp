@@ -17,6 +17,7 @@
 #include "model_fixture.hpp"
 #include "tessera/half.hpp"
 #include "tokenizer/gguf_loader.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
@@ -126,7 +127,7 @@ class HfRoundTrip : public ::testing::Test {
     std::vector<std::shared_ptr<Quantizer>>& quantizers = quantizers_;
     ASSERT_NO_FATAL_FAILURE(make_quantizers(registry(), quantizers));
     ASSERT_FALSE(quantizers.empty()) << "no quant plugin in " << TESSERA_PLUGIN_BUILD_DIR;
-    const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-hf-export-{}", getpid());
+    const fs::path dir = scratch_dir("tessera_integration_test") / fmt::format("tessera-hf-export-{}", getpid());
     const Status st = export_hf_folder(*gguf_, quantizers, dir);
     ASSERT_TRUE(st.ok()) << st.message();
     dir_ = dir;

@@ -21,6 +21,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera::test {
 namespace {
@@ -65,7 +66,7 @@ Status write_edited_copy(const ModelFile& original, const tok::Tokenizer& tokeni
 // target and sometimes does not. Written once per test process.
 const fs::path& differing_draft(const Session& target) {
   static const fs::path file = [&] {
-    const fs::path f = fs::temp_directory_path() / fmt::format("tessera-draft-{}.gguf", getpid());
+    const fs::path f = scratch_dir("tessera_integration_test") / "draft.gguf";  // removed with the folder at exit
     auto model = open_model(kModel.string());
     EXPECT_TRUE(model.ok()) << model.status().message();
     const Status written = write_edited_copy(
@@ -75,7 +76,6 @@ const fs::path& differing_draft(const Session& target) {
         },
         {});
     EXPECT_TRUE(written.ok()) << written.message();
-    std::atexit([] { fs::remove(fs::temp_directory_path() / fmt::format("tessera-draft-{}.gguf", getpid())); });
     return f;
   }();
   return file;
@@ -457,7 +457,7 @@ TEST(Speculative, ADraftOfAnotherVocabularyIsRefusedSayingWhere) {
   TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
   auto model = open_model(kModel.string());
   ASSERT_TRUE(model.ok()) << model.status().message();
-  const fs::path file = fs::temp_directory_path() / fmt::format("tessera-vocab-{}.gguf", getpid());
+  const fs::path file = scratch_dir("tessera_integration_test") / fmt::format("tessera-vocab-{}.gguf", getpid());
   // Two special tokens' texts swapped: the tokenizer still loads.
   ASSERT_TRUE(write_edited_copy(**model, target->tokenizer(), file, {},
                                 [](std::vector<std::string>& tokens) { std::swap(tokens[1], tokens[2]); })

@@ -7,14 +7,12 @@
 
 #include <fstream>
 
+#include "support/scratch_dir.hpp"
+
 namespace tessera {
 namespace {
 
-std::filesystem::path scratch(const char* name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera_read_file_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
+std::filesystem::path scratch(const char* name) { return test::scratch_dir("tessera_read_file_test") / name; }
 
 TEST(ReadFile, ReturnsEveryByteIncludingNulsAndNoNewlineTranslation) {
   const auto path = scratch("bytes.bin");

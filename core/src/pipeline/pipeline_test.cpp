@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/scratch_dir.hpp"
+
 namespace tessera {
 namespace {
 
@@ -223,7 +225,7 @@ TEST(PipelineFile, MissingFileAndDirectoryAreClearErrors) {
 }
 
 TEST(PipelineFile, PluginPathsFromTheFileAreSearchedFirst) {
-  const fs::path dir = fs::temp_directory_path() / "tessera_pipeline_test";
+  const fs::path dir = test::scratch_dir("tessera_pipeline_test") / "paths";
   fs::create_directories(dir);
   const fs::path file = dir / "p.toml";
   std::ofstream(file) << "[plugins]\npaths = [\"" << TESSERA_FIXTURE_DIR << "/second\", \"" << TESSERA_FIXTURE_DIR
@@ -278,7 +280,7 @@ TEST_F(PipelineTest, SpeculativeMistakesNameTheFileAndWhatToSet) {
 }
 
 TEST(PipelineFile, ADraftPipelineIsReadWithItsOwnErrorsAndMayNotDraftItself) {
-  const fs::path dir = fs::temp_directory_path() / "tessera_pipeline_draft_test";
+  const fs::path dir = test::scratch_dir("tessera_pipeline_test") / "draft";
   fs::create_directories(dir);
   const std::string plugins = std::string("[plugins]\npaths = [\"") + TESSERA_FIXTURE_DIR +
                               "/first\"]\n[kvcache]\nplugin = \"fixture_kv\"\n[attention]\nplugin = \"fixture_attn\"\n"

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "plugin/registry.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace tessera {
 namespace {
@@ -81,7 +82,7 @@ TEST(PluginLoader, RefusesALibraryWithoutTheEntrySymbol) {
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotASharedLibrary) {
-  const fs::path dir = fs::temp_directory_path() / "tessera_loader_test";
+  const fs::path dir = test::scratch_dir("tessera_plugin_loader_test");
   fs::create_directories(dir);
   const fs::path file = dir / "libbogus.so";
   std::ofstream(file) << "this is text, not ELF\n";
