@@ -5,6 +5,7 @@
 #include <charconv>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "model_config.hpp"
 #include "tensor_names.hpp"
@@ -118,8 +119,9 @@ Result<GgufLayout> gguf_layout_of(const WeightStore& weights) {
     }
     out.tensors.push_back(std::move(plan));
   }
-  std::stable_sort(out.tensors.begin(), out.tensors.end(), [](const GgufTensorPlan& a, const GgufTensorPlan& b) {
-    return file_position(a.name) < file_position(b.name);
+  // Names are unique: a total order.
+  std::sort(out.tensors.begin(), out.tensors.end(), [](const GgufTensorPlan& a, const GgufTensorPlan& b) {
+    return std::pair(file_position(a.name), a.name) < std::pair(file_position(b.name), b.name);
   });
   return out;
 }
