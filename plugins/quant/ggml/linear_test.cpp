@@ -110,7 +110,12 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
       ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
     const auto bias = random_floats(kOut, 7);
     auto linear = make(c.type, w, kOut, c.in, bias);
-    ASSERT_EQ(linear->weight_bytes(), kOut * dtype_row_bytes(c.type, c.in));
+    if (c.type == DType::q4_0) {  // what a forward streams: rows repacked as Q5_0 blocks are 22 bytes a block
+      EXPECT_GE(linear->weight_bytes(), kOut * dtype_row_bytes(DType::q4_0, c.in));
+      EXPECT_LE(linear->weight_bytes(), kOut * dtype_row_bytes(DType::q5_0, c.in));
+    } else {
+      ASSERT_EQ(linear->weight_bytes(), kOut * dtype_row_bytes(c.type, c.in));
+    }
     for (int64_t n : {1, 5, 17}) {
       const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 31 + c.in), 1.5f);
       std::vector<float> y(n * kOut, NAN);
@@ -318,7 +323,7 @@ TEST(Linear, ThreadCountDoesNotChangeResults) {
 // order), including the rows past the last whole group of 8.
 TEST(Linear, RepackedMatchesInPlace) {
   constexpr int64_t kOut = 45, kIn = 576;
-  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {  // Q4_0: as Q5_0 blocks
     const auto w = make_weight_bytes(type, kOut, kIn, 21);
     QuantLinear packed(w.data(), type, kOut, kIn, {}, /*repack=*/true);
     QuantLinear plain(w.data(), type, kOut, kIn, {}, /*repack=*/false);
@@ -332,6 +337,48 @@ TEST(Linear, RepackedMatchesInPlace) {
   }
 }
 
+// Q4_0 is repacked as the Q5_0 blocks of the same values (q5 = q + 8): the
+// integer sums are Q4_0's, so the results are those of Q5_0 weights holding
+// those values, bit for bit, at every row count, with either activation form.
+TEST(Linear, Q4_0IsRepackedAsTheQ5_0OfItsValues) {
+  constexpr int64_t kOut = 37, kIn = 576;
+  const auto w4 = make_weight_bytes(DType::q4_0, kOut, kIn, 71);
+  // The same values as Q5_0 blocks, written by the format's definition: q5 = q + 8.
+  std::vector<uint8_t> w5(static_cast<size_t>(kOut * dtype_row_bytes(DType::q5_0, kIn)));
+  const auto* in = reinterpret_cast<const BlockQ4_0*>(w4.data());
+  auto* out = reinterpret_cast<BlockQ5_0*>(w5.data());
+  for (int64_t b = 0; b < kOut * kIn / kBlock; ++b) {
+    out[b].d = in[b].d;
+    uint32_t qh = 0;
+    for (int j = 0; j < kBlock; ++j) {
+      const int q = j < 16 ? in[b].qs[j] & 15 : in[b].qs[j - 16] >> 4;
+      const int q5 = q + 8;
+      if (q5 & 16) qh |= 1u << j;
+      if (j < 16) out[b].qs[j] = static_cast<uint8_t>((out[b].qs[j] & 0xf0) | (q5 & 15));
+      else out[b].qs[j - 16] = static_cast<uint8_t>((out[b].qs[j - 16] & 0x0f) | ((q5 & 15) << 4));
+    }
+    std::memcpy(out[b].qh, &qh, 4);
+  }
+  std::vector<float> v4(kIn), v5(kIn);
+  for (int64_t r = 0; r < kOut; ++r) {
+    ASSERT_TRUE(dequantize_row(DType::q4_0, w4.data() + r * dtype_row_bytes(DType::q4_0, kIn), v4.data(), kIn));
+    ASSERT_TRUE(dequantize_row(DType::q5_0, w5.data() + r * dtype_row_bytes(DType::q5_0, kIn), v5.data(), kIn));
+    ASSERT_EQ(v4, v5) << "row " << r;
+  }
+  for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
+    QuantLinear q4(w4.data(), DType::q4_0, kOut, kIn, {}, /*repack=*/true, nullptr, terms);
+    QuantLinear q5(w5.data(), DType::q5_0, kOut, kIn, {}, /*repack=*/true, nullptr, terms);
+    EXPECT_EQ(q4.column_alignment(), q5.column_alignment());
+    for (int64_t n : {1, 3, 9}) {
+      const auto x = random_floats(n * kIn, static_cast<uint32_t>(72 + n));
+      std::vector<float> y4(n * kOut), y5(n * kOut);
+      ASSERT_TRUE(q4.forward(x.data(), y4.data(), n).ok());
+      ASSERT_TRUE(q5.forward(x.data(), y5.data(), n).ok());
+      for (int64_t i = 0; i < n * kOut; ++i) ASSERT_EQ(y4[i], y5[i]) << "n=" << n << " at " << i;
+    }
+  }
+}
+
 // A linear repacked to the 16-row layout and then run at a level without
 // 16-row kernels (AVX2, forced) computes from the ggml rows: same results up to
 // f32 summation order. Skipped, with the reason, where the layout is not used.
@@ -339,7 +386,7 @@ TEST(Linear, WideLayoutFallsBackWhereTheLevelLacksItsKernels) {
   constexpr int64_t kOut = 70, kIn = 576;
   const IsaLevel best = best_isa_level();
   ASSERT_TRUE(force_isa_level(best));  // the layout follows the level in use at construction
-  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 41);
     QuantLinear linear(w.data(), type, kOut, kIn, {});
     if (linear.column_alignment() != kWideRepackRows || !cpu_supports(IsaLevel::avx2)) {
@@ -371,7 +418,7 @@ TEST(Linear, PrepareComputeSplitEqualsForward) {
       QuantLinear linear(w.data(), type, kOut, kIn, bias, repack);
       ASSERT_TRUE(linear.splits());
       const int64_t a = linear.column_alignment();
-      ASSERT_TRUE(a == kRepackRows || (a == kWideRepackRows && repack && type != DType::q4_0)) << a;
+      ASSERT_TRUE(a == kRepackRows || (a == kWideRepackRows && repack)) << a;
       for (int64_t n : {1, 3, 8, 11}) {
         const auto x = random_floats(n * kIn, 33 + n);
         std::vector<float> want(n * kOut), got(n * kOut, -99.0f);
@@ -426,7 +473,7 @@ TEST(ActivationTerms, ResidualIsWhatTheFirstTermLeftOut) {
 // through prepare()/compute() in any order of ranges.
 TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
   constexpr int64_t kOut = 53, kIn = 512;
-  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k, DType::q6_k}) {
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k, DType::q6_k}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 51);
     const auto bias = random_floats(kOut, 52);
     auto linear = make_quantized(type, w, kOut, kIn, bias, ActivationTerms::q8x2);

@@ -37,7 +37,11 @@ class QuantLinear final : public Linear {
 
   int64_t in_features() const noexcept override { return in_; }
   int64_t out_features() const noexcept override { return out_; }
-  uint64_t weight_bytes() const noexcept override { return static_cast<uint64_t>(out_) * row_bytes_; }
+  // What a forward streams: the repacked rows in their layout, the rest as stored.
+  uint64_t weight_bytes() const noexcept override {
+    return static_cast<uint64_t>(repacked_rows_) * packed_row_bytes_ +
+           static_cast<uint64_t>(out_ - repacked_rows_) * row_bytes_;
+  }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   // The split (linear.hpp): prepare() quantizes every row on the calling
   // thread; compute() takes ranges on multiples of the repacked groups (8 or 16 rows).
@@ -69,6 +73,7 @@ class QuantLinear final : public Linear {
   size_t row_bytes_;
   std::vector<float> bias_;
   int64_t group_rows_ = kRepackRows;  // rows per repacked group: 8 or 16
+  size_t packed_row_bytes_ = 0;  // a row's bytes in repacked_ (Q4_0's rows are held as Q5_0: 22 bytes a block)
   WeightArena::Slice repacked_;  // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
   int64_t repacked_rows_ = 0;    // rows held in repacked_
   int64_t terms_;                // 8-bit terms per activation block: 1 or 2
