@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "engine/architecture_choice.hpp"
+#include "io/output_path.hpp"
 #include "io/read_file.hpp"
 #include "model/gguf_writer.hpp"
 #include "tessera/half.hpp"
@@ -127,19 +128,22 @@ Result<ConvertReport> write_gguf_form(const ModelFile& model, const Architecture
   writer.set_string("general.name", model.name());
   for (const GgufKeyValue& kv : layout.metadata)
     std::visit([&](const auto& v) { writer.set(kv.key, GgufValue(v)); }, kv.value);
-  for (const GgufTensorPlan& plan : layout.tensors)
-    TESSERA_RETURN_IF_ERROR(check_plan(model, plan, model.find(plan.source)));
+  std::vector<const TensorRef*> sources;  // the stored tensor of each plan, checked
   int64_t vocab_rows = 0;
-  for (const GgufTensorPlan& plan : layout.tensors)
-    if (plan.name == "token_embd.weight") vocab_rows = model.find(plan.source)->shape[0];
+  for (const GgufTensorPlan& plan : layout.tensors) {
+    sources.push_back(model.find(plan.source));
+    TESSERA_RETURN_IF_ERROR(check_plan(model, plan, sources.back()));
+    if (plan.name == "token_embd.weight") vocab_rows = sources.back()->shape[0];
+  }
   if (vocab_rows == 0)
     return Internal(fmt::format("{}: the architecture plugin placed no token_embd.weight", model.source()));
   TESSERA_RETURN_IF_ERROR(tok::write_gguf_tokenizer(*tokenizer, vocab_rows, writer));
 
   std::map<DType, uint64_t> matrix_bytes;
   int widened = 0;
-  for (const GgufTensorPlan& plan : layout.tensors) {
-    const TensorRef* t = model.find(plan.source);
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    const GgufTensorPlan& plan = layout.tensors[i];
+    const TensorRef* t = sources[i];
     std::vector<uint64_t> dims(t->shape.begin(), t->shape.begin() + t->ndim);
     std::reverse(dims.begin(), dims.end());  // GGUF: innermost first
     std::span<const std::byte> bytes(static_cast<const std::byte*>(t->data), t->nbytes);
@@ -185,10 +189,7 @@ Result<ConvertReport> convert_model(const ConvertJob& job, const PluginRegistry&
     return InvalidArgument(fmt::format("{}: not a folder; tessera convert reads Hugging Face folders (config.json, "
                                        "*.safetensors, tokenizer.json)",
                                        job.input));
-  if (fs::exists(job.output, ec)) {
-    if (!job.force) return InvalidArgument(fmt::format("{} exists; pass --force to replace it", job.output));
-    if (fs::is_directory(job.output, ec)) return InvalidArgument(fmt::format("{} is a directory", job.output));
-  }
+  TESSERA_RETURN_IF_ERROR(check_output_path(job.output, job.force));
   auto model = open_model(job.input);
   if (!model.ok()) return model.status();
   auto found = find_architecture(registry, (*model)->architecture());

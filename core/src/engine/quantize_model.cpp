@@ -23,6 +23,7 @@
 #include "engine/quantized_views.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/session.hpp"
+#include "io/output_path.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
@@ -96,15 +97,7 @@ Result<Pipeline> pipeline_for(const QuantizeJob& job, PluginRegistry& registry) 
 
 Status check_paths(const QuantizeJob& job) {
   if (job.input.empty() || job.output.empty()) return InvalidArgument("quantize needs an input and an output path");
-  std::error_code ec;
-  if (fs::exists(job.output, ec)) {
-    if (!job.force) return InvalidArgument(fmt::format("{} exists; pass --force to replace it", job.output));
-    if (fs::is_directory(job.output, ec)) return InvalidArgument(fmt::format("{} is a directory", job.output));
-  }
-  const fs::path parent = fs::absolute(job.output, ec).parent_path();
-  if (!fs::is_directory(parent, ec))
-    return InvalidArgument(fmt::format("{}: the folder {} does not exist", job.output, parent.string()));
-  return Status::Ok();
+  return check_output_path(job.output, job.force);
 }
 
 // Windows of `tokens` tokens, consecutive in the text, BOS first where the model adds one.
@@ -797,7 +790,8 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   if (!report.ok()) {
     // Errors name the input: the folder, not the temporary file.
     std::string message = report.status().message();
-    for (size_t at = message.find(from_gguf.input); at != std::string::npos; at = message.find(from_gguf.input, at))
+    for (size_t at = message.find(from_gguf.input); at != std::string::npos;
+         at = message.find(from_gguf.input, at + job.input.size()))
       message.replace(at, from_gguf.input.size(), job.input);
     return Status(report.status().code(), std::move(message));
   }
