@@ -56,7 +56,7 @@ Status write_gguf_tokenizer(const TokenizerSpec& spec, int64_t vocab_rows, GgufW
   if (spec.kind != TokenizerKind::bpe)
     return Unsupported(fmt::format("{}: only byte-level BPE tokenizers are written as GGUF here (SentencePiece "
                                    "scores and normalization have no exact GGUF form in this converter)",
-                                   spec.source, spec.ignore_merges.value_or(false)));
+                                   spec.source));
   auto pre = gguf_pre_tokenizer_name(spec);
   if (!pre.ok()) return pre.status();
   for (const SpecToken& t : spec.tokens)
