@@ -28,6 +28,7 @@
 #include "kernels.hpp"
 #include "kquant_linear.hpp"
 #include "quant_linear.hpp"
+#include "repack.hpp"
 #include "tessera/half.hpp"
 
 namespace tessera::ggml {
@@ -273,6 +274,59 @@ BENCHMARK(BM_KQuantPrefill)
     ->ArgNames({"type", "level", "terms"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// The K-quant pair kernels (two repacked groups as one) against the group
+// kernel called on each group, for nx activation rows, at the best level:
+// where pairs start to pay (KQuantLinear takes them from kMinPairRows rows).
+// 4096 x 4096, streamed from memory (256 MiB of copies), one thread.
+// args: format (DType value), activation rows, pairs (0: groups, 1: pairs)
+void BM_KQuantPairs(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int nx = static_cast<int>(state.range(1));
+  const bool pairs = state.range(2) != 0;
+  constexpr int64_t out = 4096, in = 4096, nb = in / kSuperBlock;
+  force_isa_level(best_isa_level());
+  const KernelTable& k = active_kernels();
+  const KQuantPairFn pair = type == DType::q4_k ? k.q4_k_pair : type == DType::q5_k ? k.q5_k_pair : k.q6_k_pair;
+  const KQuantGroupFn group = type == DType::q4_k ? k.q4_kx8 : type == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
+  if (pair == nullptr) {
+    state.SkipWithError("this level has no K-quant pair kernels");
+    return;
+  }
+  const size_t group_bytes = static_cast<size_t>(nb) * kquant_x8_block_bytes(type);
+  const size_t matrix_bytes = out / kRepackRows * group_bytes;
+  std::vector<std::vector<uint8_t>> copies((256ull << 20) / matrix_bytes + 1);
+  for (size_t c = 0; c < copies.size(); ++c) {
+    const auto w = random_weights(type, out, in, static_cast<uint32_t>(c + 1));
+    copies[c].resize(matrix_bytes);
+    repack_kquant_x8(type, w.data(), out, nb, copies[c].data());
+  }
+  const auto x = random_x(nx * in, 9);
+  std::vector<BlockQ8K> xq(static_cast<size_t>(nx * nb));
+  for (int i = 0; i < nx; ++i) k.quantize_q8_k(x.data() + i * in, xq.data() + i * nb, in);
+  std::vector<float> y(static_cast<size_t>(nx * out));
+  size_t c = 0;
+  for (auto _ : state) {
+    const uint8_t* m = copies[c].data();
+    for (int64_t r = 0; r < out; r += 2 * kRepackRows, m += 2 * group_bytes) {
+      if (pairs) {
+        pair(m, group_bytes, nb, xq.data(), nb, nx, y.data() + r, out);
+      } else {
+        group(m, nb, xq.data(), nb, nx, y.data() + r, out);
+        group(m + group_bytes, nb, xq.data(), nb, nx, y.data() + r + kRepackRows, out);
+      }
+    }
+    benchmark::DoNotOptimize(y.data());
+    if (++c == copies.size()) c = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * matrix_bytes));
+  state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(k.level)));
+}
+BENCHMARK(BM_KQuantPairs)
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k)}, {1, 2, 4, 8}, {0, 1}})
+    ->ArgNames({"type", "rows", "pairs"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Plain-float weights (f32, f16, bf16) through FloatLinear with a few
 // activation rows, as a speculative verification step sends them: Qwen2.5-

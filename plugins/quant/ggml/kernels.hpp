@@ -94,6 +94,14 @@ using KQuantPanelFn = void (*)(const void* groups, size_t group_bytes, int64_t n
 inline constexpr int kPanelRows = 16;    // weight rows of a panel
 inline constexpr int kPanelTileX = 16;   // its activation rows come in multiples of this
 
+// Two consecutive repacked K-quant groups as one: the 16 rows of the groups
+// of 8 at `groups` and `groups + group_bytes` against nx <= kMaxRepackX
+// activation rows: y[xi * y_stride + r], r < 16, each to the bit what
+// KQuantGroupFn gives for its group. Where a level has them (AVX-512 VNNI,
+// kquant_pairs_avx512vnni.cpp), KQuantLinear runs whole pairs through them.
+using KQuantPairFn = void (*)(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x,
+                              size_t x_row_blocks, int nx, float* y, size_t y_stride);
+
 struct KernelTable {
   IsaLevel level;
   const char* name;
@@ -154,6 +162,10 @@ struct KernelTable {
   KQuantTileFn q3_k;
   KQuantGroupFn q2_kx8;
   KQuantGroupFn q3_kx8;
+  // The repacked K-quant groups two at a time (AVX-512 VNNI and amx), else nullptr.
+  KQuantPairFn q4_k_pair;
+  KQuantPairFn q5_k_pair;
+  KQuantPairFn q6_k_pair;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

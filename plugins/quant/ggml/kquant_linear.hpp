@@ -47,6 +47,10 @@ class KQuantLinear final : public Linear {
   KQuantTileFn tile(const KernelTable& k) const;
   KQuantGroupFn group_kernel(const KernelTable& k) const;
   KQuantPanelFn panel_kernel(const KernelTable& k) const;  // nullptr where the level has none
+  KQuantPairFn pair_kernel(const KernelTable& k) const;    // nullptr where the level has none
+  // Output rows one rows() call takes at most: two groups where the level
+  // has pair kernels for the format, else one.
+  int64_t rows_per_call(const KernelTable& k) const;
   // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
   // rows of xq; activation row i's output r goes to y[i * y_stride + r - r0].
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,

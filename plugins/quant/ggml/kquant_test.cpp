@@ -416,6 +416,82 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   }
 }
 
+KQuantPairFn pair_of(const KernelTable& k, DType type) {
+  return type == DType::q4_k ? k.q4_k_pair : type == DType::q5_k ? k.q5_k_pair : k.q6_k_pair;
+}
+
+// The pair kernels (two groups as one, kquant_pairs_avx512vnni.cpp) against
+// the scalar group kernel on their two groups, bit for bit, for every count
+// of activation rows a call takes. The levels without them say so and pass.
+TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  int compared = 0;
+  for (DType type : kPanelKQuants) {
+    if (pair_of(k, type) == nullptr) {
+      ASSERT_NE(GetParam(), IsaLevel::avx512_vnni) << "the avx512_vnni table lacks the " << dtype_name(type) << " pair";
+      continue;
+    }
+    for (int64_t nb : {1, 2, 6}) {
+      const int64_t cols = nb * kSuperBlock;
+      const auto w = make_kquant_rows(type, 3 * kRepackRows, cols, static_cast<uint32_t>(nb * 23));
+      const auto packed = repack_kquant(type, w, 3 * kRepackRows, nb);
+      const size_t group_bytes = packed.size() / 3;
+      const auto x = make_q8k_rows(kMaxRepackX, cols, static_cast<uint32_t>(nb * 29));
+      const uint8_t* pair = packed.data() + group_bytes;  // the second and third groups: any two in a row
+      for (int nx = 1; nx <= kMaxRepackX; ++nx) {
+        const auto want = panel_by_groups(type, pair, group_bytes, nb, x, nx);
+        std::vector<float> got(want.size(), NAN);
+        pair_of(k, type)(pair, group_bytes, nb, x.data(), nb, nx, got.data(), kPanelRows);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << k.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " ("
+                                     << i / kPanelRows << "," << i % kPanelRows << ")";
+      }
+    }
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << k.name << " has no K-quant pair kernels (AVX-512 VNNI's)";
+}
+
+// As RepackedGroupsSumExactlyAtTheExtremes, for the pairs: each half run's
+// 16 products reach 16 * 15 * 128 before their scale applies.
+TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  constexpr int64_t nb = 3;
+  int compared = 0;
+  for (DType type : kPanelKQuants) {
+    if (pair_of(k, type) == nullptr) continue;
+    const std::vector<int> q6_scales = type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
+    for (int q6_scale : q6_scales)
+    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+      std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
+      if (type == DType::q6_k) {
+        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
+          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
+      }
+      std::vector<BlockQ8K> x(kMaxRepackX * nb);
+      for (auto& blk : x) {
+        blk.d = 1.0f;
+        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
+        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
+      }
+      const auto packed = repack_kquant(type, w, kPanelRows, nb);
+      std::vector<float> y(kMaxRepackX * kPanelRows);
+      pair_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
+      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
+                                 : type == DType::q5_k ? 63.0 * 31 * q
+                                                       : static_cast<double>(q6_scale) * 31 * q;
+      for (float v : y)
+        EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q)
+                                                     << " Q6_K scale " << q6_scale;
+    }
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << k.name << " has no K-quant pair kernels (AVX-512 VNNI's)";
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KQuantLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
 
 // Every level's whole Linear (panels where the level has them, repacked
