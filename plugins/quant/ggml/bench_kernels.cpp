@@ -287,8 +287,16 @@ void BM_KQuantPairs(benchmark::State& state) {
   constexpr int64_t out = 4096, in = 4096, nb = in / kSuperBlock;
   force_isa_level(best_isa_level());
   const KernelTable& k = active_kernels();
-  const KQuantPairFn pair = type == DType::q4_k ? k.q4_k_pair : type == DType::q5_k ? k.q5_k_pair : k.q6_k_pair;
-  const KQuantGroupFn group = type == DType::q4_k ? k.q4_kx8 : type == DType::q5_k ? k.q5_kx8 : k.q6_kx8;
+  const KQuantPairFn pair = type == DType::q2_k   ? k.q2_k_pair
+                            : type == DType::q3_k ? k.q3_k_pair
+                            : type == DType::q4_k ? k.q4_k_pair
+                            : type == DType::q5_k ? k.q5_k_pair
+                                                  : k.q6_k_pair;
+  const KQuantGroupFn group = type == DType::q2_k   ? k.q2_kx8
+                              : type == DType::q3_k ? k.q3_kx8
+                              : type == DType::q4_k ? k.q4_kx8
+                              : type == DType::q5_k ? k.q5_kx8
+                                                    : k.q6_kx8;
   if (pair == nullptr) {
     state.SkipWithError("this level has no K-quant pair kernels");
     return;
@@ -323,7 +331,9 @@ void BM_KQuantPairs(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(k.level)));
 }
 BENCHMARK(BM_KQuantPairs)
-    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k)}, {1, 2, 4, 8}, {0, 1}})
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_k), static_cast<int64_t>(DType::q6_k), static_cast<int64_t>(DType::q3_k)},
+                   {1, 2, 4, 8},
+                   {0, 1}})
     ->ArgNames({"type", "rows", "pairs"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

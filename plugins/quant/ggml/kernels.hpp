@@ -166,6 +166,8 @@ struct KernelTable {
   KQuantPairFn q4_k_pair;
   KQuantPairFn q5_k_pair;
   KQuantPairFn q6_k_pair;
+  KQuantPairFn q2_k_pair;
+  KQuantPairFn q3_k_pair;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -624,7 +624,7 @@ const KernelTable& avx2_kernel_table() {
       nullptr, nullptr, nullptr,  // K-quant panels: the amx level's only
       &kquant_tile<K2Format>, &kquant_tile<K3Format>,
       &q2_kx8_avx2, &q3_kx8_avx2,
-      nullptr, nullptr, nullptr,  // the K-quant pairs need AVX-512 VNNI
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need AVX-512 VNNI
   };
   return table;
 }

@@ -454,9 +454,10 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
       avx2_kernel_table().q2_kx8, avx2_kernel_table().q3_kx8,
 #endif
 #if TESSERA_GGML_VNNI
-      &q4_k_pair_avx512_vnni, &q5_k_pair_avx512_vnni, &q6_k_pair_avx512_vnni,
+      &q4_k_pair_avx512_vnni, &q5_k_pair_avx512_vnni, &q6_k_pair_avx512_vnni, &q2_k_pair_avx512_vnni,
+      &q3_k_pair_avx512_vnni,
 #else
-      nullptr, nullptr, nullptr,  // the K-quant pairs need vpdpbusd's broadcast operand to pay
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need vpdpbusd's broadcast operand to pay
 #endif
   };
   return table;

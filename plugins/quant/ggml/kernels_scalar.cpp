@@ -390,7 +390,7 @@ const KernelTable& scalar_kernel_table() {
       &kquant_tile<unpack_q3_k, sizeof(BlockQ3K)>,
       &q2_kx8_scalar,
       &q3_kx8_scalar,
-      nullptr, nullptr, nullptr,  // K-quant pairs: the groups are the reference
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // K-quant pairs: the groups are the reference
   };
   return table;
 }

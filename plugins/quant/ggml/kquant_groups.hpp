@@ -53,5 +53,9 @@ void q5_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, c
                            int nx, float* y, size_t y_stride);
 void q6_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
                            int nx, float* y, size_t y_stride);
+void q2_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+                           int nx, float* y, size_t y_stride);
+void q3_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+                           int nx, float* y, size_t y_stride);
 
 }  // namespace tessera::ggml

@@ -70,7 +70,8 @@ KQuantPairFn KQuantLinear::pair_kernel(const KernelTable& k) const {
     case DType::q4_k: return k.q4_k_pair;
     case DType::q5_k: return k.q5_k_pair;
     case DType::q6_k: return k.q6_k_pair;
-    default: return nullptr;
+    case DType::q2_k: return k.q2_k_pair;
+    default: return k.q3_k_pair;
   }
 }
 

@@ -8,10 +8,11 @@
 // kquant_groups_avx512vnni.cpp). The same chunk of the next group (rows 8-15)
 // is against the same quad; loaded into the upper half, a zmm holds one quad's
 // weights for 16 rows, lane r row r, and the activation quad is one broadcast
-// memory operand of vpdpbusd. Per 512 products and activation row that is 8
-// vpdpbusd and 2 vpdpwssd, against 8 + 8 vpermd + 2 before: prefill runs on
-// vpdpbusd alone. The layout is the groups' (BlockQ4Kx8 at group_bytes
-// apart), so nothing is repacked twice and the AMX panels read the same bytes.
+// memory operand of vpdpbusd. For Q4_K, per 512 products and activation row
+// that is 8 vpdpbusd and 2 vpdpwssd, against 8 + 8 vpermd + 2 in the group
+// kernel (Q2_K to Q6_K alike, each with its own scale arithmetic below). The
+// layouts are the groups' (BlockQ2Kx8 .. BlockQ6Kx8 at group_bytes apart), so
+// nothing is repacked twice and the AMX panels read the same bytes.
 //
 // Exactness: per row the integer sums of a super-block are the group
 // kernels' (integers, exact), and the f32 close takes KQuantGroupFn's steps
@@ -28,8 +29,8 @@
 namespace tessera::ggml {
 namespace {
 
-// Activation rows per fixed kernel: 16 row sums, 16 f32 accumulators and the
-// 8 unpacked weight vectors of a run stay in the 32 zmm registers.
+// Activation rows per fixed kernel: their 8 integer sums and 8 f32
+// accumulators and a run's 8 unpacked weight vectors fit the 32 zmm registers.
 constexpr int kPairTileX = 8;
 
 // The same 32 bytes of two groups: rows 0-7 in the low half, 8-15 in the high.
@@ -60,8 +61,8 @@ inline __m512i quad(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// The two super-blocks' worth of lines of both groups two super-blocks
-// ahead, part j (0..7) of them per run, as the group kernels prefetch.
+// Part j (0..7) of both groups' super-blocks two ahead, one part per run, as
+// the group kernels prefetch.
 template <typename Group>
 inline void prefetch_part(const Group* next_first, const Group* next_second, int j) {
   constexpr int kLines = (sizeof(Group) + 63) / 64;
@@ -222,6 +223,89 @@ void q6_k_pair_fixed(const BlockQ6Kx8* first, const BlockQ6Kx8* second, int64_t 
   for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
+// Q2_K and Q3_K: sub-block s of 16 is one 32-byte chunk per group, shift t
+// of it quants 16s + 4t.. of each row (against activation bytes 16s + 4t);
+// Q3_K ORs in the third bit (bit t of its hmask[j] byte for s = 2j, 4 + t for
+// 2j + 1, moved to bit 2). A sub-block's 16 products per lane (at most
+// 16 * 7 * 128 = 14336) take its scale with one vpdpwssd; the minimums (Q2_K)
+// or the - 4 (Q3_K) come from the activations' sums per 16, and the f32
+// close is the group kernels'.
+template <typename Group, int NX>
+void low_bit_pair_fixed(const Group* first, const Group* second, int64_t nb, const BlockQ8K* x,
+                        size_t x_row_blocks, float* y, size_t y_stride) {
+  constexpr bool kThirdBit = std::is_same_v<Group, BlockQ3Kx8>;
+  const __m512i two_bits = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
+  __m512 acc[NX];
+  for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Group& wa = first[b];
+    const Group& wb = second[b];
+    const BlockQ8K* xb[NX];
+    __m512i isum[NX], osum[NX];
+    for (int xi = 0; xi < NX; ++xi) {
+      xb[xi] = x + xi * x_row_blocks + b;
+      isum[xi] = _mm512_setzero_si512();
+      osum[xi] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < 8; ++j) {
+      prefetch_part(&wa + 2, &wb + 2, j);
+      // Lane r: row r's scale bytes of sub-blocks 2j, 2j + 1 as an i16 pair (Q2_K: the
+      // scale nibbles, its minimums the high ones; Q3_K: signed scales, also its offsets).
+      const __m256i bytes = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa.scales[j]))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales[j])), 1);
+      __m512i pairs, offsets;
+      if constexpr (kThirdBit) {
+        pairs = _mm512_cvtepi8_epi16(bytes);
+        offsets = pairs;
+      } else {
+        const __m512i wide = _mm512_cvtepu8_epi16(bytes);
+        pairs = _mm512_and_si512(wide, _mm512_set1_epi16(0x0F));
+        offsets = _mm512_srli_epi16(wide, 4);
+      }
+      [[maybe_unused]] __m512i third;
+      if constexpr (kThirdBit) third = both_groups(wa.hmask[j], wb.hmask[j]);
+      for (int h = 0; h < 2; ++h) {
+        const int s = 2 * j + h;
+        const __m512i v = both_groups(wa.qs[s], wb.qs[s]);
+        __m512i q[4];
+        for (int t = 0; t < 4; ++t) {
+          q[t] = _mm512_and_si512(_mm512_srli_epi16(v, 2 * t), two_bits);
+          if constexpr (kThirdBit) {
+            // Bit 4h + t of each byte to bit 2 (i16 shifts: nothing from the neighbouring byte lands there).
+            const int from = 4 * h + t;
+            const __m512i moved = from >= 2 ? _mm512_srli_epi16(third, from - 2) : _mm512_slli_epi16(third, 2 - from);
+            q[t] = _mm512_or_si512(q[t], _mm512_and_si512(moved, bit2));
+          }
+        }
+        // The sub-block's scale alone in the low i16 of each lane (high i16 zero).
+        const __m512i scale = h == 0 ? _mm512_and_si512(pairs, _mm512_set1_epi32(0xFFFF)) : _mm512_srli_epi32(pairs, 16);
+        for (int xi = 0; xi < NX; ++xi) {
+          const int8_t* xq = xb[xi]->qs + 16 * s;
+          __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], quad(xq));
+          for (int t = 1; t < 4; ++t) sum = _mm512_dpbusd_epi32(sum, q[t], quad(xq + 4 * t));
+          isum[xi] = _mm512_dpwssd_epi32(isum[xi], sum, scale);
+        }
+      }
+      for (int xi = 0; xi < NX; ++xi) osum[xi] = _mm512_dpwssd_epi32(osum[xi], offsets, quad(xb[xi]->bsums + 2 * j));
+    }
+    const __m512 d = row_halves(wa.d, wb.d);
+    [[maybe_unused]] __m512 dmin;
+    if constexpr (!kThirdBit) dmin = row_halves(wa.dmin, wb.dmin);
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m512 dx = _mm512_set1_ps(xb[xi]->d);
+      if constexpr (kThirdBit) {
+        const __m512i total = _mm512_sub_epi32(isum[xi], _mm512_slli_epi32(osum[xi], 2));
+        acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(total), acc[xi]);
+      } else {
+        acc[xi] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[xi]), acc[xi]);
+        acc[xi] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(osum[xi]), acc[xi]);
+      }
+    }
+  }
+  for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
+}
+
 template <typename Group>
 using PairFixed = void (*)(const Group*, const Group*, int64_t, const BlockQ8K*, size_t, float*, size_t);
 
@@ -249,6 +333,15 @@ constexpr PairFixed<BlockQ6Kx8> kQ6Fixed[kPairTileX] = {q6_k_pair_fixed<1>, q6_k
                                                         q6_k_pair_fixed<4>, q6_k_pair_fixed<5>, q6_k_pair_fixed<6>,
                                                         q6_k_pair_fixed<7>, q6_k_pair_fixed<8>};
 
+constexpr PairFixed<BlockQ2Kx8> kQ2Fixed[kPairTileX] = {
+    low_bit_pair_fixed<BlockQ2Kx8, 1>, low_bit_pair_fixed<BlockQ2Kx8, 2>, low_bit_pair_fixed<BlockQ2Kx8, 3>,
+    low_bit_pair_fixed<BlockQ2Kx8, 4>, low_bit_pair_fixed<BlockQ2Kx8, 5>, low_bit_pair_fixed<BlockQ2Kx8, 6>,
+    low_bit_pair_fixed<BlockQ2Kx8, 7>, low_bit_pair_fixed<BlockQ2Kx8, 8>};
+constexpr PairFixed<BlockQ3Kx8> kQ3Fixed[kPairTileX] = {
+    low_bit_pair_fixed<BlockQ3Kx8, 1>, low_bit_pair_fixed<BlockQ3Kx8, 2>, low_bit_pair_fixed<BlockQ3Kx8, 3>,
+    low_bit_pair_fixed<BlockQ3Kx8, 4>, low_bit_pair_fixed<BlockQ3Kx8, 5>, low_bit_pair_fixed<BlockQ3Kx8, 6>,
+    low_bit_pair_fixed<BlockQ3Kx8, 7>, low_bit_pair_fixed<BlockQ3Kx8, 8>};
+
 }  // namespace
 
 void q4_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
@@ -264,6 +357,16 @@ void q5_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, c
 void q6_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
                            int nx, float* y, size_t y_stride) {
   in_tiles<BlockQ6Kx8, kQ6Fixed>(groups, group_bytes, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q2_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+                           int nx, float* y, size_t y_stride) {
+  in_tiles<BlockQ2Kx8, kQ2Fixed>(groups, group_bytes, nb, x, x_row_blocks, nx, y, y_stride);
+}
+
+void q3_k_pair_avx512_vnni(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+                           int nx, float* y, size_t y_stride) {
+  in_tiles<BlockQ3Kx8, kQ3Fixed>(groups, group_bytes, nb, x, x_row_blocks, nx, y, y_stride);
 }
 
 }  // namespace tessera::ggml

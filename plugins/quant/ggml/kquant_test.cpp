@@ -417,7 +417,13 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
 }
 
 KQuantPairFn pair_of(const KernelTable& k, DType type) {
-  return type == DType::q4_k ? k.q4_k_pair : type == DType::q5_k ? k.q5_k_pair : k.q6_k_pair;
+  switch (type) {
+    case DType::q2_k: return k.q2_k_pair;
+    case DType::q3_k: return k.q3_k_pair;
+    case DType::q4_k: return k.q4_k_pair;
+    case DType::q5_k: return k.q5_k_pair;
+    default: return k.q6_k_pair;
+  }
 }
 
 // The pair kernels (two groups as one, kquant_pairs_avx512vnni.cpp) against
@@ -427,7 +433,7 @@ TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   int compared = 0;
-  for (DType type : kPanelKQuants) {
+  for (DType type : kKQuants) {
     if (pair_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::avx512_vnni) << "the avx512_vnni table lacks the " << dtype_name(type) << " pair";
       continue;
@@ -453,20 +459,22 @@ TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
   if (compared == 0) GTEST_SKIP() << k.name << " has no K-quant pair kernels (AVX-512 VNNI's)";
 }
 
-// As RepackedGroupsSumExactlyAtTheExtremes, for the pairs: each half run's
-// 16 products reach 16 * 15 * 128 before their scale applies.
+// As RepackedGroupsSumExactlyAtTheExtremes, for the pairs: the chains of
+// products reach their largest magnitudes before their scales apply.
 TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
   int compared = 0;
-  for (DType type : kPanelKQuants) {
+  for (DType type : kKQuants) {
     if (pair_of(k, type) == nullptr) continue;
+    // Q6_K: its largest scale and its most negative.
     const std::vector<int> q6_scales = type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
     for (int q6_scale : q6_scales)
     for (int8_t q : {int8_t{-128}, int8_t{127}}) {
       std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
+      // dmin 1 for Q2_K, whose minimums (15 each) are then summed at their extreme too.
+      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
       if (type == DType::q6_k) {
         for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
           std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
@@ -480,9 +488,12 @@ TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
       const auto packed = repack_kquant(type, w, kPanelRows, nb);
       std::vector<float> y(kMaxRepackX * kPanelRows);
       pair_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
+      // As in RepackedGroupsSumExactlyAtTheExtremes; exact in f32.
       const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
                                  : type == DType::q5_k ? 63.0 * 31 * q
-                                                       : static_cast<double>(q6_scale) * 31 * q;
+                                 : type == DType::q6_k ? static_cast<double>(q6_scale) * 31 * q
+                                 : type == DType::q2_k ? (15.0 * 3 - 15) * q
+                                                       : 31.0 * 3 * q;
       for (float v : y)
         EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q)
                                                      << " Q6_K scale " << q6_scale;
