@@ -58,11 +58,15 @@ KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
   }
 }
 
-// Activation rows from which two groups go through the pair kernel: below,
-// streaming the weights bounds the call and the groups' single stream is
-// faster (bench_quant_kernels BM_KQuantPairs, 4096 x 4096 Q4_K streamed, one
-// core, Zen 5: 1 row 222 against 255 us, 2 rows 238 against 273, 4 rows 364
-// against 331, 8 rows 712 against 474).
+// Activation rows from which two groups go through the pair kernel. With
+// few rows a call is bound by streaming the weights, where the groups' single
+// stream held up better on a shared host. Qwen2.5-Coder-1.5B Q4_K_M, 2
+// threads, Zen 5, time to first token of n tokens, builds alternating: with a
+// neighbour halving the bandwidth (one row 19.9 ms), 2-3 rows 23.1-23.9 ms by
+// pairs against 20.3-20.8 by groups, 4 rows 22.4-22.6 against 20.6-20.9, 8
+// rows 23.3 against 34.7; on the idle host minutes before, 4 rows 15.2-15.8
+// against 18.3-18.4 and 5 rows 16.2-16.5 against 24.4-25.9. Four is where
+// the pairs won idle (by 17%) and lost contended (by 9%).
 constexpr int kMinPairRows = 4;
 
 KQuantPairFn KQuantLinear::pair_kernel(const KernelTable& k) const {

@@ -61,17 +61,33 @@ inline __m512i quad(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Part j (0..7) of both groups' super-blocks two ahead, one part per run, as
-// the group kernels prefetch.
+// The super-blocks two ahead of super-block b in both groups (second =
+// first + nb), whose lines the runs of b prefetch. Near the end of the rows
+// that is the start of the next pair (first + 2nb, first + 3nb): b + 2 of this
+// pair's groups would be the second group's start, already being read, and
+// the next pair's first super-blocks would stall. Past the last pair the
+// addresses are never read; prefetches do not fault.
 template <typename Group>
-inline void prefetch_part(const Group* next_first, const Group* next_second, int j) {
+struct Ahead {
+  const Group* first;
+  const Group* second;
+};
+template <typename Group>
+inline Ahead<Group> ahead_of(const Group* first, const Group* second, int64_t nb, int64_t b) {
+  if (b + 2 < nb) return {first + b + 2, second + b + 2};
+  return {second + b + 2, second + nb + b + 2};
+}
+
+// Part j (0..7) of both, one part per run, as the group kernels prefetch.
+template <typename Group>
+inline void prefetch_part(const Ahead<Group>& ahead, int j) {
   constexpr int kLines = (sizeof(Group) + 63) / 64;
   constexpr int kPerRun = (kLines + 7) / 8;
-  const char* a = reinterpret_cast<const char*>(next_first) + 64 * kPerRun * j;
-  const char* b = reinterpret_cast<const char*>(next_second) + 64 * kPerRun * j;
+  const char* a = reinterpret_cast<const char*>(ahead.first) + 64 * kPerRun * j;
+  const char* c = reinterpret_cast<const char*>(ahead.second) + 64 * kPerRun * j;
   for (int l = 0; l < kPerRun; ++l) {
     _mm_prefetch(a + 64 * l, _MM_HINT_T0);
-    _mm_prefetch(b + 64 * l, _MM_HINT_T0);
+    _mm_prefetch(c + 64 * l, _MM_HINT_T0);
   }
 }
 
@@ -94,6 +110,7 @@ void k4_pair_fixed(const Group* first, const Group* second, int64_t nb, const Bl
   for (int64_t b = 0; b < nb; ++b) {
     const Group& wa = first[b];
     const Group& wb = second[b];
+    const auto ahead = ahead_of(first, second, nb, b);
     const BlockQ8K* xb[NX];
     __m512i isum[NX];
     for (int xi = 0; xi < NX; ++xi) {
@@ -101,7 +118,7 @@ void k4_pair_fixed(const Group* first, const Group* second, int64_t nb, const Bl
       isum[xi] = _mm512_setzero_si512();
     }
     for (int j = 0; j < 8; ++j) {
-      prefetch_part(&wa + 2, &wb + 2, j);
+      prefetch_part(ahead, j);
       __m512i lo[4], hi[4];
       for (int t = 0; t < 4; ++t) {
         const __m512i v = both_groups(wa.qs[j][t], wb.qs[j][t]);
@@ -172,6 +189,7 @@ void q6_k_pair_fixed(const BlockQ6Kx8* first, const BlockQ6Kx8* second, int64_t 
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6Kx8& wa = first[b];
     const BlockQ6Kx8& wb = second[b];
+    const auto ahead = ahead_of(first, second, nb, b);
     const BlockQ8K* xb[NX];
     __m512i isum[NX], offset[NX];
     for (int xi = 0; xi < NX; ++xi) {
@@ -180,7 +198,7 @@ void q6_k_pair_fixed(const BlockQ6Kx8* first, const BlockQ6Kx8* second, int64_t 
       offset[xi] = _mm512_setzero_si512();
     }
     for (int j = 0; j < 8; ++j) {
-      prefetch_part(&wa + 2, &wb + 2, j);
+      prefetch_part(ahead, j);
       __m512i qa[4], qb[4];
       for (int u = 0; u < 2; ++u) {
         const __m512i qh = both_groups(wa.qh[j][u], wb.qh[j][u]);
@@ -240,6 +258,7 @@ void low_bit_pair_fixed(const Group* first, const Group* second, int64_t nb, con
   for (int64_t b = 0; b < nb; ++b) {
     const Group& wa = first[b];
     const Group& wb = second[b];
+    const auto ahead = ahead_of(first, second, nb, b);
     const BlockQ8K* xb[NX];
     __m512i isum[NX], osum[NX];
     for (int xi = 0; xi < NX; ++xi) {
@@ -248,7 +267,7 @@ void low_bit_pair_fixed(const Group* first, const Group* second, int64_t nb, con
       osum[xi] = _mm512_setzero_si512();
     }
     for (int j = 0; j < 8; ++j) {
-      prefetch_part(&wa + 2, &wb + 2, j);
+      prefetch_part(ahead, j);
       // Lane r: row r's scale bytes of sub-blocks 2j, 2j + 1 as an i16 pair (Q2_K: the
       // scale nibbles, its minimums the high ones; Q3_K: signed scales, also its offsets).
       const __m256i bytes = _mm256_inserti128_si256(
