@@ -292,38 +292,59 @@ TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
 }
 
 // Every quant and scale at its maximum against activations of -128 (the
-// largest magnitude Q8_K holds): the 16-bit run sums reach their bounds
+// largest magnitude Q8_K holds) or 127, the weights of `rows` rows (Q6_K's
+// scales at q6_scale; Q2_K's minimums, 15 each, summed at their extreme too
+// with dmin 1) repacked, nx activation rows, and the output every row and
+// column must then give, exact in f32.
+struct ExtremeCase {
+  std::vector<uint8_t> packed;
+  std::vector<BlockQ8K> x;
+  double want;
+};
+ExtremeCase extreme_case(DType type, int rows, int nx, int64_t nb, int q6_scale, int8_t q) {
+  std::vector<uint8_t> w(rows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
+  testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
+  if (type == DType::q6_k) {  // 0xFF's scales would be -1
+    for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
+      std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
+  }
+  std::vector<BlockQ8K> x(static_cast<size_t>(nx * nb));
+  for (auto& blk : x) {
+    blk.d = 1.0f;
+    std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
+    for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
+  }
+  // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: scale * (63 - 32) * q;
+  // Q2_K: (15 * 3 - 15) * q; Q3_K: 31 * (7 - 4) * q.
+  const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
+                             : type == DType::q5_k ? 63.0 * 31 * q
+                             : type == DType::q6_k ? static_cast<double>(q6_scale) * 31 * q
+                             : type == DType::q2_k ? (15.0 * 3 - 15) * q
+                                                   : 31.0 * 3 * q;
+  return {repack_kquant(type, w, rows, nb), std::move(x), per_element * static_cast<double>(nb * kSuperBlock)};
+}
+
+// Q6_K at its largest scale and its most negative (the panels' top base-4
+// digit at -2); one case for the others.
+std::vector<int> extreme_q6_scales(DType type) {
+  return type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
+}
+
+// The 16-bit run sums of the group kernels reach their bounds
 // (kquant_groups_avx2.cpp), and any that wrapped would show at once.
 TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
   constexpr int64_t nb = 3;
   for (DType type : kKQuants) {
-    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-      std::vector<uint8_t> w(kRepackRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      // dmin 1 for Q2_K, whose minimums (15 each) are then summed at their extreme too.
-      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
-      if (type == DType::q6_k) {  // scales of 127 rather than 0xFF's -1
-        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
-          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, 127, kSuperBlock / 16);
+    for (int q6_scale : extreme_q6_scales(type)) {
+      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+        const ExtremeCase c = extreme_case(type, kRepackRows, kMaxRepackX, nb, q6_scale, q);
+        std::vector<float> y(kMaxRepackX * kRepackRows);
+        group_of(k, type)(c.packed.data(), nb, c.x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
+        for (float v : y)
+          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
       }
-      std::vector<BlockQ8K> x(kMaxRepackX * nb);
-      for (auto& blk : x) {
-        blk.d = 1.0f;
-        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
-        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
-      }
-      const auto packed = repack_kquant(type, w, kRepackRows, nb);
-      std::vector<float> y(kMaxRepackX * kRepackRows);
-      group_of(k, type)(packed.data(), nb, x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
-      // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: 127 * (63 - 32) * q;
-      // Q2_K: (15 * 3 - 15) * q; Q3_K: 31 * (7 - 4) * q. Exact in f32.
-      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
-                                 : type == DType::q5_k ? 63.0 * 31 * q
-                                 : type == DType::q6_k ? 127.0 * 31 * q
-                                 : type == DType::q2_k ? (15.0 * 3 - 15) * q
-                                                       : 31.0 * 3 * q;
-      for (float v : y) EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q);
     }
   }
 }
@@ -387,31 +408,14 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
     }
-    // Q6_K: its largest scale, and its most negative (the top base-4 digit at -2, tdpbssd).
-    const std::vector<int> q6_scales = type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
-    for (int q6_scale : q6_scales)
-    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-      std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, 0.0f);
-      if (type == DType::q6_k) {
-        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
-          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
+    for (int q6_scale : extreme_q6_scales(type)) {
+      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+        const ExtremeCase c = extreme_case(type, kPanelRows, kPanelTileX, nb, q6_scale, q);
+        std::vector<float> y(kPanelTileX * kPanelRows);
+        panel_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kPanelTileX, y.data(), kPanelRows);
+        for (float v : y)
+          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
       }
-      std::vector<BlockQ8K> x(kPanelTileX * nb);
-      for (auto& blk : x) {
-        blk.d = 1.0f;
-        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
-        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
-      }
-      const auto packed = repack_kquant(type, w, kPanelRows, nb);
-      std::vector<float> y(kPanelTileX * kPanelRows);
-      panel_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kPanelTileX, y.data(), kPanelRows);
-      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
-                                 : type == DType::q5_k ? 63.0 * 31 * q
-                                                       : static_cast<double>(q6_scale) * 31 * q;
-      for (float v : y)
-        EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q)
-                                                     << " Q6_K scale " << q6_scale;
     }
   }
 }
@@ -468,35 +472,14 @@ TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
   int compared = 0;
   for (DType type : kKQuants) {
     if (pair_of(k, type) == nullptr) continue;
-    // Q6_K: its largest scale and its most negative.
-    const std::vector<int> q6_scales = type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
-    for (int q6_scale : q6_scales)
-    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-      std::vector<uint8_t> w(kPanelRows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-      // dmin 1 for Q2_K, whose minimums (15 each) are then summed at their extreme too.
-      testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
-      if (type == DType::q6_k) {
-        for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
-          std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
+    for (int q6_scale : extreme_q6_scales(type)) {
+      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+        const ExtremeCase c = extreme_case(type, kPanelRows, kMaxRepackX, nb, q6_scale, q);
+        std::vector<float> y(kMaxRepackX * kPanelRows);
+        pair_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
+        for (float v : y)
+          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
       }
-      std::vector<BlockQ8K> x(kMaxRepackX * nb);
-      for (auto& blk : x) {
-        blk.d = 1.0f;
-        std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
-        for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
-      }
-      const auto packed = repack_kquant(type, w, kPanelRows, nb);
-      std::vector<float> y(kMaxRepackX * kPanelRows);
-      pair_of(k, type)(packed.data(), packed.size() / 2, nb, x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
-      // As in RepackedGroupsSumExactlyAtTheExtremes; exact in f32.
-      const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
-                                 : type == DType::q5_k ? 63.0 * 31 * q
-                                 : type == DType::q6_k ? static_cast<double>(q6_scale) * 31 * q
-                                 : type == DType::q2_k ? (15.0 * 3 - 15) * q
-                                                       : 31.0 * 3 * q;
-      for (float v : y)
-        EXPECT_EQ(v, per_element * nb * kSuperBlock) << k.name << " " << dtype_name(type) << " q=" << int(q)
-                                                     << " Q6_K scale " << q6_scale;
     }
     ++compared;
   }
