@@ -287,16 +287,8 @@ void BM_KQuantPairs(benchmark::State& state) {
   constexpr int64_t out = 4096, in = 4096, nb = in / kSuperBlock;
   force_isa_level(best_isa_level());
   const KernelTable& k = active_kernels();
-  const KQuantPairFn pair = type == DType::q2_k   ? k.q2_k_pair
-                            : type == DType::q3_k ? k.q3_k_pair
-                            : type == DType::q4_k ? k.q4_k_pair
-                            : type == DType::q5_k ? k.q5_k_pair
-                                                  : k.q6_k_pair;
-  const KQuantGroupFn group = type == DType::q2_k   ? k.q2_kx8
-                              : type == DType::q3_k ? k.q3_kx8
-                              : type == DType::q4_k ? k.q4_kx8
-                              : type == DType::q5_k ? k.q5_kx8
-                                                    : k.q6_kx8;
+  const KQuantPairFn pair = kquant_pair_kernel(k, type);
+  const KQuantGroupFn group = kquant_group_kernel(k, type);
   if (pair == nullptr) {
     state.SkipWithError("this level has no K-quant pair kernels");
     return;

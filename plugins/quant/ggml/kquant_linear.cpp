@@ -48,8 +48,8 @@ KQuantTileFn KQuantLinear::tile(const KernelTable& k) const {
   }
 }
 
-KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
-  switch (type_) {
+KQuantGroupFn kquant_group_kernel(const KernelTable& k, DType type) {
+  switch (type) {
     case DType::q2_k: return k.q2_kx8;
     case DType::q3_k: return k.q3_kx8;
     case DType::q4_k: return k.q4_kx8;
@@ -69,8 +69,8 @@ KQuantGroupFn KQuantLinear::group_kernel(const KernelTable& k) const {
 // the pairs won idle (by 17%) and lost contended (by 9%).
 constexpr int kMinPairRows = 4;
 
-KQuantPairFn KQuantLinear::pair_kernel(const KernelTable& k) const {
-  switch (type_) {
+KQuantPairFn kquant_pair_kernel(const KernelTable& k, DType type) {
+  switch (type) {
     case DType::q4_k: return k.q4_k_pair;
     case DType::q5_k: return k.q5_k_pair;
     case DType::q6_k: return k.q6_k_pair;
@@ -80,14 +80,14 @@ KQuantPairFn KQuantLinear::pair_kernel(const KernelTable& k) const {
 }
 
 int64_t KQuantLinear::rows_per_call(const KernelTable& k) const {
-  return pair_kernel(k) != nullptr ? 2 * kRepackRows : kRepackRows;
+  return kquant_pair_kernel(k, type_) != nullptr ? 2 * kRepackRows : kRepackRows;
 }
 
 void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
                         int64_t y_stride) const {
   const int64_t nb = in_ / kSuperBlock;
-  const KQuantGroupFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
-  const KQuantPairFn pair = group != nullptr && nx >= kMinPairRows ? pair_kernel(k) : nullptr;
+  const KQuantGroupFn group = repacked_rows_ > 0 ? kquant_group_kernel(k, type_) : nullptr;
+  const KQuantPairFn pair = group != nullptr && nx >= kMinPairRows ? kquant_pair_kernel(k, type_) : nullptr;
   const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;
   const auto ys = static_cast<size_t>(y_stride);
   int64_t r = r0;

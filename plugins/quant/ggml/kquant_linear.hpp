@@ -21,6 +21,11 @@
 
 namespace tessera::ggml {
 
+// The repacked group kernel of `k` for K-quant `type` (Q2_K .. Q6_K), and
+// its pair kernel (two groups at a time), nullptr where `k` has none.
+KQuantGroupFn kquant_group_kernel(const KernelTable& k, DType type);
+KQuantPairFn kquant_pair_kernel(const KernelTable& k, DType type);
+
 class KQuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 256 super-blocks of `type`
@@ -45,9 +50,7 @@ class KQuantLinear final : public Linear {
 
  private:
   KQuantTileFn tile(const KernelTable& k) const;
-  KQuantGroupFn group_kernel(const KernelTable& k) const;
   KQuantPanelFn panel_kernel(const KernelTable& k) const;  // nullptr where the level has none
-  KQuantPairFn pair_kernel(const KernelTable& k) const;    // nullptr where the level has none
   // Output rows one rows() call takes at most: two groups where the level
   // has pair kernels for the format, else one.
   int64_t rows_per_call(const KernelTable& k) const;

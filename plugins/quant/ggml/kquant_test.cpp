@@ -248,23 +248,13 @@ std::vector<uint8_t> repack_kquant(DType type, const std::vector<uint8_t>& w, in
   return packed;
 }
 
-KQuantGroupFn group_of(const KernelTable& k, DType type) {
-  switch (type) {
-    case DType::q2_k: return k.q2_kx8;
-    case DType::q3_k: return k.q3_kx8;
-    case DType::q4_k: return k.q4_kx8;
-    case DType::q5_k: return k.q5_kx8;
-    default: return k.q6_kx8;
-  }
-}
-
 TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& simd = *kernels_for(GetParam());
   const KernelTable& ref = scalar_kernel_table();
   constexpr int kRows = 2 * kRepackRows;
   for (DType type : kKQuants) {
-    ASSERT_NE(group_of(simd, type), nullptr) << simd.name;
+    ASSERT_NE(kquant_group_kernel(simd, type), nullptr) << simd.name;
     for (int64_t nb : {1, 2, 6}) {
       const int64_t cols = nb * kSuperBlock;
       const auto w = make_kquant_rows(type, kRows, cols, static_cast<uint32_t>(nb * 11));
@@ -274,8 +264,8 @@ TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
       const size_t row_bytes = dtype_row_bytes(type, cols);
       for (int nx = 1; nx <= kMaxRepackX; ++nx) {
         std::vector<float> want(kMaxRepackX * kRepackRows), got(kMaxRepackX * kRepackRows);
-        group_of(ref, type)(second, nb, x.data(), nb, nx, want.data(), kRepackRows);
-        group_of(simd, type)(second, nb, x.data(), nb, nx, got.data(), kRepackRows);
+        kquant_group_kernel(ref, type)(second, nb, x.data(), nb, nx, want.data(), kRepackRows);
+        kquant_group_kernel(simd, type)(second, nb, x.data(), nb, nx, got.data(), kRepackRows);
         for (int xi = 0; xi < nx; ++xi) {
           for (int r = 0; r < kRepackRows; ++r) {
             const int i = xi * kRepackRows + r;
@@ -341,7 +331,7 @@ TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
       for (int8_t q : {int8_t{-128}, int8_t{127}}) {
         const ExtremeCase c = extreme_case(type, kRepackRows, kMaxRepackX, nb, q6_scale, q);
         std::vector<float> y(kMaxRepackX * kRepackRows);
-        group_of(k, type)(c.packed.data(), nb, c.x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
+        kquant_group_kernel(k, type)(c.packed.data(), nb, c.x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
         for (float v : y)
           EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
       }
@@ -361,7 +351,7 @@ std::vector<float> panel_by_groups(DType type, const uint8_t* panel, size_t grou
   std::vector<float> want(static_cast<size_t>(nx) * kPanelRows);
   for (int g = 0; g < 2; ++g)
     for (int x0 = 0; x0 < nx; x0 += kMaxRepackX)
-      group_of(ref, type)(panel + g * group_bytes, nb, x.data() + x0 * nb, nb, std::min(kMaxRepackX, nx - x0),
+      kquant_group_kernel(ref, type)(panel + g * group_bytes, nb, x.data() + x0 * nb, nb, std::min(kMaxRepackX, nx - x0),
                           want.data() + x0 * kPanelRows + g * kRepackRows, kPanelRows);
   return want;
 }
@@ -420,16 +410,6 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   }
 }
 
-KQuantPairFn pair_of(const KernelTable& k, DType type) {
-  switch (type) {
-    case DType::q2_k: return k.q2_k_pair;
-    case DType::q3_k: return k.q3_k_pair;
-    case DType::q4_k: return k.q4_k_pair;
-    case DType::q5_k: return k.q5_k_pair;
-    default: return k.q6_k_pair;
-  }
-}
-
 // The pair kernels (two groups as one, kquant_pairs_avx512vnni.cpp) against
 // the scalar group kernel on their two groups, bit for bit, for every count
 // of activation rows a call takes. The levels without them say so and pass.
@@ -438,7 +418,7 @@ TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
   const KernelTable& k = *kernels_for(GetParam());
   int compared = 0;
   for (DType type : kKQuants) {
-    if (pair_of(k, type) == nullptr) {
+    if (kquant_pair_kernel(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::avx512_vnni) << "the avx512_vnni table lacks the " << dtype_name(type) << " pair";
       continue;
     }
@@ -452,7 +432,7 @@ TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
       for (int nx = 1; nx <= kMaxRepackX; ++nx) {
         const auto want = panel_by_groups(type, pair, group_bytes, nb, x, nx);
         std::vector<float> got(want.size(), NAN);
-        pair_of(k, type)(pair, group_bytes, nb, x.data(), nb, nx, got.data(), kPanelRows);
+        kquant_pair_kernel(k, type)(pair, group_bytes, nb, x.data(), nb, nx, got.data(), kPanelRows);
         for (size_t i = 0; i < want.size(); ++i)
           ASSERT_EQ(got[i], want[i]) << k.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " ("
                                      << i / kPanelRows << "," << i % kPanelRows << ")";
@@ -471,12 +451,12 @@ TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
   constexpr int64_t nb = 3;
   int compared = 0;
   for (DType type : kKQuants) {
-    if (pair_of(k, type) == nullptr) continue;
+    if (kquant_pair_kernel(k, type) == nullptr) continue;
     for (int q6_scale : extreme_q6_scales(type)) {
       for (int8_t q : {int8_t{-128}, int8_t{127}}) {
         const ExtremeCase c = extreme_case(type, kPanelRows, kMaxRepackX, nb, q6_scale, q);
         std::vector<float> y(kMaxRepackX * kPanelRows);
-        pair_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
+        kquant_pair_kernel(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
         for (float v : y)
           EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
       }
