@@ -45,6 +45,14 @@ static_assert(offsetof(BatchSeq, n_past) == 12);
 static_assert(offsetof(BatchSeq, n_logits) == 16);
 static_assert(sizeof(BatchSeq) == 20);
 
+// Where the engine splits a prompt over several forwards (a long prompt, or
+// a step's token budget shared with other requests), it ends the pieces on
+// positions that are multiples of this, wherever the budget leaves room for
+// that (the prompt's own end aside). An architecture whose prompt algorithm
+// works in aligned chunks (Mamba-2's chunked scan, 64 positions) thus gets
+// the same chunks whether or not a prompt was split.
+inline constexpr int32_t kPromptSplitAlignment = 64;
+
 // Tokens of several sequences processed in one forward, so weights are read once.
 struct Batch {
   std::span<const TokenId> tokens;

@@ -14,6 +14,7 @@
 #include "engine/model_builder.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/prompt.hpp"
+#include "engine/prompt_split.hpp"
 #include "engine/scheduler.hpp"
 #include "engine/speculator.hpp"
 #include "model/model_file.hpp"
@@ -223,7 +224,8 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
 Status Session::run_chunks(SeqId seq, std::span<const int32_t> tokens, int32_t n_past,
                            const std::function<Status(const Batch&, size_t done)>& step) {
   for (size_t done = 0; done < tokens.size();) {
-    const auto n = static_cast<int32_t>(std::min<size_t>(kPrefillChunk, tokens.size() - done));
+    const auto left = static_cast<int32_t>(tokens.size() - done);
+    const int32_t n = aligned_prompt_piece(n_past + static_cast<int64_t>(done), std::min(kPrefillChunk, left), left);
     TESSERA_RETURN_IF_ERROR(memory_->append_slots(seq, n));
     const BatchSeq bs{seq, 0, n, n_past + static_cast<int32_t>(done), /*n_logits=*/0};
     const Batch batch{tokens.subspan(done, static_cast<size_t>(n)), std::span<const BatchSeq>(&bs, 1)};
@@ -294,7 +296,15 @@ Status Session::run_layers(std::span<const int32_t> tokens, int32_t first_layer,
   if (!seq.ok()) return seq.status();
   const int64_t width = model_->hidden_size();
   const Status status = run_chunks(*seq, tokens, 0, [&](const Batch& batch, size_t done) {
-    return model_->forward_layers(batch, *memory_, first_layer, last_layer, hidden + static_cast<int64_t>(done) * width);
+    // Every row's output is wanted, as every row's logits are in run_through
+    // (whose whole forwards layer-by-layer calibration must reproduce): a
+    // model may compute rows whose results are asked otherwise than the
+    // rest of a prompt (Mamba-2's chunked scan).
+    BatchSeq bs = batch.seqs[0];
+    bs.n_logits = bs.n_tokens;
+    const Batch all_rows{batch.tokens, std::span<const BatchSeq>(&bs, 1)};
+    return model_->forward_layers(all_rows, *memory_, first_layer, last_layer,
+                                  hidden + static_cast<int64_t>(done) * width);
   });
   memory_->release(*seq);
   return status;

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/prompt_split.hpp"
+
 namespace tessera {
 
 Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
@@ -36,6 +38,7 @@ Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
       const int64_t next = (static_cast<int64_t>(r->n_computed) / granularity + 1) * granularity;
       if (r->n_computed + n > next) n = static_cast<int32_t>(next - r->n_computed);
     }
+    n = aligned_prompt_piece(r->n_computed, n, left);
     budget -= n;
     plan.items.push_back({r, n, n == left ? 1 : 0, 0});
     plan.decode_only = false;

@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "engine/fakes_testing.hpp"
+#include "tessera/architecture.hpp"
 
 namespace tessera {
 namespace {
@@ -82,6 +83,36 @@ TEST_F(StepPlannerTest, PromptChunksEndOnTheMemorysPrefixGranularity) {
   // The budget's 9 would pass 4 and 8: cut at the first, 4; then 4..8; then
   // the prompt's last 3 tokens (no multiple of 4 inside 8..11).
   EXPECT_EQ(chunks, (std::vector<int32_t>{4, 4, 3}));
+}
+
+// Prompt chunks short of the prompt's end end on multiples of
+// kPromptSplitAlignment (64) where the budget reaches one, whatever the memory.
+TEST_F(StepPlannerTest, PromptChunksEndOnMultiplesOfTheSplitAlignment) {
+  const auto chunks_of = [&](int32_t budget) {
+    FakeMemory memory(4, 1000, 1000);
+    SchedulerConfig config;
+    config.max_batch_tokens = budget;
+    StepPlanner planner(memory, 1000, config, nullptr, true);
+    table_ = RequestTable{};
+    Request& a = add(std::vector<int32_t>(300, 7));
+    std::vector<int32_t> chunks;
+    while (a.n_computed < 300) {
+      auto plan = planner.plan(table_);
+      EXPECT_TRUE(plan.ok()) << plan.status().message();
+      if (!plan.ok() || plan->items.size() != 1u) break;
+      chunks.push_back(plan->items[0].n_tokens);
+      a.n_computed += plan->items[0].n_tokens;
+    }
+    return chunks;
+  };
+  static_assert(kPromptSplitAlignment == 64, "the expected chunks below assume 64");
+  // 150 a step: cut back to 128 (0..128), 128 (..256), then the last 44.
+  EXPECT_EQ(chunks_of(150), (std::vector<int32_t>{128, 128, 44}));
+  // A budget below the alignment: its own size where it reaches no multiple,
+  // else up to the multiple it reaches (50, then 50..64, ...).
+  EXPECT_EQ(chunks_of(50), (std::vector<int32_t>{50, 14, 50, 14, 50, 14, 50, 14, 44}));
+  // 100 a step: 64, then 64..128, ... each cut back to the next multiple it passes.
+  EXPECT_EQ(chunks_of(100), (std::vector<int32_t>{64, 64, 64, 64, 44}));
 }
 
 TEST_F(StepPlannerTest, AdmitsWhileTheMemoryHoldsWhatRunningRequestsMayGrowTo) {
