@@ -34,6 +34,12 @@ void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1) {
   kernel(s, n, h0, h1);
 }
 
+void mamba2_chunked_scan(const Mamba2Scan& s, int64_t n_chunks, int64_t h0, int64_t h1) {
+  using Kernel = void (*)(const Mamba2Scan&, int64_t, int64_t, int64_t);
+  static const Kernel kernel = isa_select<Kernel>(TESSERA_ISA_TABLE(mamba2_chunked_scan_kernel));
+  kernel(s, n_chunks, h0, h1);
+}
+
 void gate_row(float* y, float* z, int64_t width) {
   blocks::silu_mul(z, y, width);  // z = silu(z) * y
   std::memcpy(y, z, static_cast<size_t>(width) * sizeof(float));

@@ -52,11 +52,13 @@ struct Rows {
   const float* data = nullptr;
   int64_t stride = 0;
   const float* row(int64_t t) const { return data + t * stride; }
+  Rows from(int64_t t) const { return {row(t), stride}; }  // the rows from t on
 };
 struct MutableRows {
   float* data = nullptr;
   int64_t stride = 0;
   float* row(int64_t t) const { return data + t * stride; }
+  MutableRows from(int64_t t) const { return {row(t), stride}; }
 };
 
 // Causal depthwise convolution with SiLU, for channels [c0, c1):
@@ -107,8 +109,30 @@ struct Mamba2Scan {
   float* state = nullptr;
   MutableRows y;
   int64_t n_head = 0, head_dim = 0, n_group = 1, d_state = 0;
+  // The same scan, its token rows starting t tokens later.
+  Mamba2Scan from(int64_t t) const {
+    Mamba2Scan later = *this;
+    later.x = x.from(t);
+    later.b = b.from(t);
+    later.c = c.from(t);
+    later.dt_raw = dt_raw.from(t);
+    later.y = y.from(t);
+    return later;
+  }
 };
 void mamba2_scan(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1);
+
+// Tokens per chunk of Mamba-2's chunked scan (it divides the engine's
+// kPromptSplitAlignment, so split prompts keep their chunks).
+inline constexpr int64_t kSsdChunk = 64;
+
+// Mamba-2's scan over n_chunks whole chunks of kSsdChunk tokens (s's rows
+// from the first chunk's first token), in the chunked matrix form (SSD, Dao
+// & Gu 2024; ssd_kernels.cpp): the same equations as mamba2_scan, summed in
+// another order, so its results differ from the scan's in the last bits
+// (within 2e-6 relative of float64 in ssm_test.cpp). A chunk's results
+// depend only on its inputs and the state before it.
+void mamba2_chunked_scan(const Mamba2Scan& s, int64_t n_chunks, int64_t h0, int64_t h1);
 
 // The gate of one token: y = y * silu(z), vectorized (blocks::silu_mul); z is
 // overwritten with the result, which is then copied to y. y, z: [width].

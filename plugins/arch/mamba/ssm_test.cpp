@@ -27,11 +27,13 @@ struct Kernels {
   Conv conv;
   Scan1 scan1;
   Scan2 scan2;
+  Scan2 chunked2;  // n counts chunks of kSsdChunk tokens
   Softplus softplus;
   static Kernels at(IsaLevel level) {
     return {isa_select<Conv>(TESSERA_ISA_TABLE(causal_conv_silu_kernel), level),
             isa_select<Scan1>(TESSERA_ISA_TABLE(mamba1_scan_kernel), level),
             isa_select<Scan2>(TESSERA_ISA_TABLE(mamba2_scan_kernel), level),
+            isa_select<Scan2>(TESSERA_ISA_TABLE(mamba2_chunked_scan_kernel), level),
             isa_select<Softplus>(TESSERA_ISA_TABLE(softplus_kernel), level)};
   }
 };
@@ -150,7 +152,8 @@ TEST_P(SsmLevel, Mamba1GivesTheSameBitsWhateverTheChunksAndChannelSlices) {
 
 // A Mamba-2 mixer's recurrent part: H heads of P channels, G groups.
 struct Mamba2Case {
-  explicit Mamba2Case(int64_t n = 16) : N(n) {}  // n: the state size, as Mamba1Case's
+  // n: the state size, as Mamba1Case's; t: the tokens.
+  explicit Mamba2Case(int64_t n = 16, int64_t t = 11) : T(t), N(n) {}
   int64_t T = 11, H = 4, P = 8, G = 2, N = 16;
   int64_t inner() const { return H * P; }
   std::vector<float> x = random_values(T * H * P, -2, 2, 11);
@@ -161,8 +164,10 @@ struct Mamba2Case {
   std::vector<float> d = random_values(H, -1, 1, 16);
   double dt_min = 0.0, dt_max = std::numeric_limits<double>::infinity();  // time_step_limit
 
+  // Tokens [t0, t1), heads [h0, h1); chunked: through the chunked form (t1 -
+  // t0 a multiple of kSsdChunk).
   void run(const Kernels& k, int64_t t0, int64_t t1, std::vector<float>& state, std::vector<float>& y, int64_t h0,
-           int64_t h1) const {
+           int64_t h1, bool chunked = false) const {
     Mamba2Scan s;
     s.dt_min = static_cast<float>(dt_min);
     s.dt_max = static_cast<float>(dt_max);
@@ -179,7 +184,11 @@ struct Mamba2Case {
     s.head_dim = P;
     s.n_group = G;
     s.d_state = N;
-    k.scan2(s, t1 - t0, h0, h1);
+    if (chunked) {
+      k.chunked2(s, (t1 - t0) / kSsdChunk, h0, h1);
+    } else {
+      k.scan2(s, t1 - t0, h0, h1);
+    }
   }
 
   std::vector<double> reference() const {
@@ -238,6 +247,51 @@ TEST_P(SsmLevel, Mamba2GivesTheSameBitsWhateverTheChunksAndHeadSlices) {
   std::vector<float> s2(m.H * m.P * m.N, 0.0f), y2(m.T * m.inner());
   for (int64_t t = 0; t < m.T; ++t) m.run(k, t, t + 1, s2, y2, 0, 1);
   for (int64_t t = 0; t < m.T; t += 4) m.run(k, t, std::min(m.T, t + 4), s2, y2, 1, m.H);
+  EXPECT_EQ(y1, y2);
+  EXPECT_EQ(s1, s2);
+}
+
+// The chunked form over two chunks, then the scan over the rest, carrying
+// the state between them: the equations' values within the scan's own
+// tolerance, and the state the scan would have left.
+TEST_P(SsmLevel, Mamba2ChunkedFormMatchesTheFloat64Equations) {
+  for (int64_t n : kStateSizes) {
+    const Mamba2Case m(n, 2 * kSsdChunk + 21);
+    const Kernels k = kernels();
+    std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
+    m.run(k, 0, 2 * kSsdChunk, state, y, 0, m.H, /*chunked=*/true);
+    m.run(k, 2 * kSsdChunk, m.T, state, y, 0, m.H);
+    EXPECT_LT(relative_error(y, m.reference()), 2e-6) << "state size " << n;
+    std::vector<float> scan_state(state.size(), 0.0f), scan_y(y.size());
+    m.run(k, 0, m.T, scan_state, scan_y, 0, m.H);
+    EXPECT_LT(relative_error(state, std::vector<double>(scan_state.begin(), scan_state.end())), 2e-6);
+  }
+}
+
+// Strong decays (dt up to softplus(6) ~ 6, A down to -8: e^{cum} reaches
+// e^-3000 within a chunk) underflow to zero without NaNs or infinities.
+TEST_P(SsmLevel, Mamba2ChunkedFormSurvivesDecaysThatUnderflow) {
+  Mamba2Case m(16, kSsdChunk);
+  m.dt = random_values(m.T * m.H, 2, 5, 21);
+  m.a = random_values(m.H, -8, -4, 22);
+  std::vector<float> state(m.H * m.P * m.N, 0.0f), y(m.T * m.inner());
+  m.run(kernels(), 0, m.T, state, y, 0, m.H, /*chunked=*/true);
+  EXPECT_LT(relative_error(y, m.reference()), 2e-6);
+  for (float v : state) ASSERT_TRUE(std::isfinite(v));
+}
+
+// The chunked form's bits depend on a chunk's inputs and the state before
+// it only: not on the heads a call is given, nor on the chunks per call.
+TEST_P(SsmLevel, Mamba2ChunkedFormGivesTheSameBitsWhateverTheCallsAndHeadSlices) {
+  const Mamba2Case m(19, 3 * kSsdChunk);
+  const Kernels k = kernels();
+  std::vector<float> s1(m.H * m.P * m.N, 0.0f), y1(m.T * m.inner());
+  m.run(k, 0, m.T, s1, y1, 0, m.H, true);
+  std::vector<float> s2(m.H * m.P * m.N, 0.0f), y2(m.T * m.inner());
+  for (int64_t t = 0; t < m.T; t += kSsdChunk) {
+    m.run(k, t, t + kSsdChunk, s2, y2, 0, 1, true);  // group 0's first head alone
+    m.run(k, t, t + kSsdChunk, s2, y2, 1, m.H, true);
+  }
   EXPECT_EQ(y1, y2);
   EXPECT_EQ(s1, s2);
 }
