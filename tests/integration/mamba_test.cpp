@@ -251,6 +251,120 @@ TEST_P(MambaModels, ForwardLogitsAreBitIdenticalAloneBesideAnotherAndInChunks) {
   EXPECT_EQ(second, std::vector<float>(alone.begin() + cut * vocab, alone.end()));
 }
 
+// The logits after the last of `tokens`, run as a prompt through forward()
+// in pieces ending at `cuts` (then at the end), on a fresh sequence.
+std::vector<float> prompt_end_logits(Session& session, const std::vector<int32_t>& tokens,
+                                     const std::vector<int32_t>& cuts = {}) {
+  SequenceMemory& memory = session.memory();
+  auto seq = memory.create_sequence();
+  EXPECT_TRUE(seq.ok()) << seq.status().message();
+  if (!seq.ok()) return {};
+  std::vector<float> logits(static_cast<size_t>(session.model().vocab_size()));
+  std::vector<int32_t> ends = cuts;
+  ends.push_back(static_cast<int32_t>(tokens.size()));
+  int32_t begin = 0;
+  for (const int32_t end : ends) {
+    const std::span<const TokenId> piece(tokens.data() + begin, static_cast<size_t>(end - begin));
+    EXPECT_TRUE(memory.append_slots(*seq, end - begin).ok());
+    const BatchSeq bs{*seq, 0, end - begin, begin, end == ends.back() ? 1 : 0};
+    const Status st = session.model().forward(Batch{piece, std::span<const BatchSeq>(&bs, 1)}, memory, logits.data());
+    EXPECT_TRUE(st.ok()) << st.message();
+    begin = end;
+  }
+  memory.release(*seq);
+  return logits;
+}
+
+// max |a - b| / max |b|
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// Mamba-2 prompts take whole chunks of 64 positions through the chunked
+// scan (SSD): the logits at a prompt's end follow transformers' as closely
+// as the token-by-token scan's (which `[arch] chunked_scan = false` keeps
+// everywhere) without being its bits, and a prompt split on a multiple of
+// 64 gives the bits of the prompt run whole (the engine splits prompts there:
+// kPromptSplitAlignment).
+TEST(Mamba2ChunkedScan, PromptEndLogitsFollowTransformersAndSplitsOnChunksKeepTheirBits) {
+  auto chunked = open_mamba("mamba2.f32.gguf");
+  auto scanned = open_mamba("mamba2.f32.gguf", {{"model", "arch", "\"mamba\""}, {"arch", "chunked_scan", "false"}});
+  ASSERT_NE(chunked, nullptr);
+  ASSERT_NE(scanned, nullptr);
+  std::vector<int32_t> text;
+  {
+    std::ifstream in(kData / "mamba2.heldout.txt");
+    for (int32_t id; in >> id;) text.push_back(id);
+  }
+  ASSERT_EQ(text.size(), 128u);
+  const auto vocab = static_cast<size_t>(chunked->vocab_size());
+  std::vector<float> expected(text.size() * vocab);  // transformers', at every position
+  std::ifstream logits_file(kData / "mamba2.heldout.logits.f32", std::ios::binary);
+  logits_file.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(expected.size() * 4));
+  ASSERT_EQ(logits_file.gcount(), static_cast<std::streamsize>(expected.size() * 4));
+
+  // 64 and 128 tokens: one and two whole chunks; 100: a chunk and 36 scanned.
+  for (const size_t n : {size_t{64}, size_t{100}, size_t{128}}) {
+    const std::vector<int32_t> prompt(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<float> reference(expected.begin() + static_cast<std::ptrdiff_t>((n - 1) * vocab),
+                                       expected.begin() + static_cast<std::ptrdiff_t>(n * vocab));
+    const std::vector<float> by_chunks = prompt_end_logits(*chunked, prompt);
+    const std::vector<float> by_scan = prompt_end_logits(*scanned, prompt);
+    const double chunked_error = relative_difference(by_chunks, reference);
+    const double scan_error = relative_difference(by_scan, reference);
+    EXPECT_LT(chunked_error, 1e-5) << n << " tokens";  // the issue asks 1e-3, as for the scan
+    EXPECT_LT(scan_error, 1e-5) << n << " tokens";
+    EXPECT_NE(by_chunks, by_scan) << n << " tokens: the chunked scan did not run (or summed as the scan does)";
+    std::printf("%zu-token prompt: relative difference from transformers at its end: chunked %.2e, scan %.2e\n", n,
+                chunked_error, scan_error);
+  }
+  EXPECT_EQ(prompt_end_logits(*chunked, text, {64}), prompt_end_logits(*chunked, text));
+  // A cut inside a chunk scans that chunk's tokens instead (other bits, the same accuracy).
+  const std::vector<float> last(expected.end() - static_cast<std::ptrdiff_t>(vocab), expected.end());
+  EXPECT_LT(relative_difference(prompt_end_logits(*chunked, text, {96}), last), 1e-5);
+  EXPECT_EQ(prompt_end_logits(*scanned, text, {37, 101}), prompt_end_logits(*scanned, text))
+      << "the scan alone keeps its bits wherever a prompt is split";
+}
+
+// Requests beside others, their 100-token prompts split by a step budget
+// of 90 tokens (cut back to end on multiples of 64), generate the ids they
+// generate alone, chunked scan included.
+TEST(Mamba2ChunkedScan, BatchedRequestsWithSplitPromptsGiveTheIdsOfSingleOnes) {
+  auto session = open_mamba("mamba2.f32.gguf", {{"kvcache", "max_sequences", "4"}});
+  ASSERT_NE(session, nullptr);
+  std::vector<int32_t> text;
+  {
+    std::ifstream in(kData / "mamba2.heldout.txt");
+    for (int32_t id; in >> id;) text.push_back(id);
+  }
+  ASSERT_EQ(text.size(), 128u);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const int offset : {0, 10, 28}) prompts.emplace_back(text.begin() + offset, text.begin() + offset + 100);
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) {
+    auto r = session->generate(greedy_ids(p, 16));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    alone.push_back(r->metrics.token_ids);
+  }
+  SchedulerConfig config;
+  config.max_batch_tokens = 90;
+  Scheduler scheduler(*session, config);
+  for (const auto& p : prompts) scheduler.submit(greedy_ids(p, 16));
+  auto out = scheduler.run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out->size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    ASSERT_TRUE((*out)[i].status.ok()) << (*out)[i].status.message();
+    EXPECT_EQ((*out)[i].result.metrics.token_ids, alone[i]) << "request " << i;
+  }
+  EXPECT_GT(scheduler.stats().max_running, 1);
+}
+
 // The prefix cache of a recurrent model: a prompt that starts with an
 // earlier sequence's tokens (a conversation's next turn) continues from the
 // state snapshot kept there (every 16 tokens here), computing only the rest,

@@ -52,19 +52,20 @@ std::vector<LayerMemorySpec> memory_layout(const MambaConfig& c) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> build_mamba(ModelBuilder& builder) noexcept {
+Result<std::unique_ptr<Model>> build_mamba(ModelBuilder& builder, MambaOptions options) noexcept {
   return guard([&]() -> Result<std::unique_ptr<Model>> {
     auto config = read_mamba_config(builder.weights());
     if (!config.ok()) return config.status();
     auto weights = load_mamba_weights(builder, config.value());
     if (!weights.ok()) return weights.status();
-    std::unique_ptr<Model> model = std::make_unique<MambaModel>(std::move(config).value(), std::move(weights).value());
+    std::unique_ptr<Model> model =
+        std::make_unique<MambaModel>(std::move(config).value(), std::move(weights).value(), options);
     return model;
   });
 }
 
-MambaModel::MambaModel(MambaConfig config, MambaWeights weights)
-    : config_(std::move(config)), weights_(std::move(weights)), memory_(memory_layout(config_)) {}
+MambaModel::MambaModel(MambaConfig config, MambaWeights weights, MambaOptions options)
+    : config_(std::move(config)), weights_(std::move(weights)), options_(options), memory_(memory_layout(config_)) {}
 
 void MambaModel::Scratch::ensure(const MambaConfig& c, int64_t n) {
   const auto grow = [n](std::vector<float>& v, int64_t width) {
@@ -145,12 +146,22 @@ Status MambaModel::mix_mamba1(const Batch& batch, const MambaLayerWeights& lw, i
   return Status::Ok();
 }
 
+static_assert(kPromptSplitAlignment % kSsdChunk == 0, "split prompts must keep the chunked scan's chunks");
+
+MambaModel::ChunkedSpan MambaModel::chunked_span(const BatchSeq& seq) const {
+  if (!options_.chunked_scan || seq.n_logits > 1) return {};
+  const int64_t lead = (kSsdChunk - seq.n_past % kSsdChunk) % kSsdChunk;  // to the first chunk's start
+  if (lead >= seq.n_tokens) return {};
+  return {lead, (seq.n_tokens - lead) / kSsdChunk};
+}
+
 void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int64_t n) {
   const MambaConfig& c = config_;
   const int64_t width = c.in_proj_width(), channels = c.conv_channels(), inner = c.d_inner;
   const int64_t bc_width = c.n_group * c.d_state;
   for_each_sequence_slice(batch, n, c.n_head, c.head_dim * c.d_state, [&](int64_t s, int64_t h0, int64_t h1) {
-    const int64_t t0 = batch.seqs[static_cast<size_t>(s)].token_offset;
+    const BatchSeq& seq = batch.seqs[static_cast<size_t>(s)];
+    const int64_t t0 = seq.token_offset;
     const float* conv = scratch_.conv.data() + t0 * channels;  // [x | B | C] per row
     Mamba2Scan scan;
     scan.x = {conv, channels};
@@ -168,7 +179,16 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
     scan.head_dim = c.head_dim;
     scan.n_group = c.n_group;
     scan.d_state = c.d_state;
-    mamba2_scan(scan, batch.seqs[static_cast<size_t>(s)].n_tokens, h0, h1);
+    // Token by token up to the first whole chunk, whole chunks, then the rest.
+    const ChunkedSpan span = chunked_span(seq);
+    const int64_t end = span.lead + span.chunks * kSsdChunk;
+    if (span.chunks == 0) {
+      mamba2_scan(scan, seq.n_tokens, h0, h1);
+      return;
+    }
+    mamba2_scan(scan, span.lead, h0, h1);
+    mamba2_chunked_scan(scan.from(span.lead), span.chunks, h0, h1);
+    mamba2_scan(scan.from(end), seq.n_tokens - end, h0, h1);
   });
   const auto eps = static_cast<float>(c.eps);
   float* y = scratch_.y.data();

@@ -27,11 +27,18 @@
 
 namespace tessera::mamba {
 
-Result<std::unique_ptr<Model>> build_mamba(ModelBuilder& builder) noexcept;
+// What a pipeline chooses for the model ([arch] with [model] arch = "mamba").
+struct MambaOptions {
+  // Mamba-2 prompt chunks send their whole chunks of kSsdChunk positions
+  // through the chunked scan (chunked_span).
+  bool chunked_scan = true;
+};
+
+Result<std::unique_ptr<Model>> build_mamba(ModelBuilder& builder, MambaOptions options = {}) noexcept;
 
 class MambaModel final : public Model {
  public:
-  MambaModel(MambaConfig config, MambaWeights weights);
+  MambaModel(MambaConfig config, MambaWeights weights, MambaOptions options = {});
 
   int64_t vocab_size() const noexcept override { return config_.vocab; }
   SequenceStateSpec state_spec() const noexcept override { return {config_.max_context, memory_}; }
@@ -57,6 +64,16 @@ class MambaModel final : public Model {
   void convolve(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
   Status mix_mamba1(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
   void mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int64_t n_rows);
+  // Of a sequence's tokens in a Mamba-2 batch, those the chunked scan takes:
+  // [lead, lead + chunks * kSsdChunk), whole chunks of positions counted from
+  // the sequence's start (so a chunk's bits do not depend on where a forward
+  // began), and only in prompt chunks (n_logits <= 1): rows whose logits are
+  // asked (drafts being verified, scoring) follow the token-by-token scan,
+  // so verifying drafts gives the bits of decoding them one at a time.
+  struct ChunkedSpan {
+    int64_t lead = 0, chunks = 0;
+  };
+  ChunkedSpan chunked_span(const BatchSeq& seq) const;
 
   // Per-step buffers, grown to the largest batch seen and then reused.
   struct Scratch {
@@ -73,6 +90,7 @@ class MambaModel final : public Model {
 
   MambaConfig config_;
   MambaWeights weights_;
+  MambaOptions options_;
   std::vector<LayerMemorySpec> memory_;  // [n_layer], recurrent
   blocks::BatchPlan plan_;
   std::vector<RecurrentStateView> states_;  // [n_seqs] of the layer being run
