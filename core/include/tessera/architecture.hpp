@@ -47,10 +47,11 @@ static_assert(sizeof(BatchSeq) == 20);
 
 // Where the engine splits a prompt over several forwards (a long prompt, or
 // a step's token budget shared with other requests), it ends the pieces on
-// positions that are multiples of this, wherever the budget leaves room for
-// that (the prompt's own end aside). An architecture whose prompt algorithm
-// works in aligned chunks (Mamba-2's chunked scan, 64 positions) thus gets
-// the same chunks whether or not a prompt was split.
+// positions that are multiples of this (the prompt's own end aside): a piece
+// whose share of a step reaches none waits for a step with more room, unless
+// the budget itself is smaller than this. An architecture whose prompt
+// algorithm works in aligned chunks (Mamba-2's chunked scan, 64 positions)
+// thus gets the same chunks whether or not a prompt was split.
 inline constexpr int32_t kPromptSplitAlignment = 64;
 
 // Tokens of several sequences processed in one forward, so weights are read once.

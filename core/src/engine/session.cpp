@@ -26,6 +26,7 @@ namespace {
 // Longest run of prompt tokens one forward takes: bounds the model's scratch
 // memory for long prompts and exercises the same path chunked prefill uses.
 constexpr int32_t kPrefillChunk = 512;
+static_assert(kPrefillChunk % kPromptSplitAlignment == 0);
 
 Result<std::shared_ptr<Architecture>> choose_architecture(const Pipeline& pipeline, const PluginRegistry& registry,
                                                           std::string_view model_arch, std::string* chosen) {
@@ -224,6 +225,7 @@ Result<GenerationResult> Session::generate(const GenerationRequest& request, con
 Status Session::run_chunks(SeqId seq, std::span<const int32_t> tokens, int32_t n_past,
                            const std::function<Status(const Batch&, size_t done)>& step) {
   for (size_t done = 0; done < tokens.size();) {
+    // kPrefillChunk is a multiple of kPromptSplitAlignment: a piece always reaches one.
     const auto left = static_cast<int32_t>(tokens.size() - done);
     const int32_t n = aligned_prompt_piece(n_past + static_cast<int64_t>(done), std::min(kPrefillChunk, left), left);
     TESSERA_RETURN_IF_ERROR(memory_->append_slots(seq, n));

@@ -38,7 +38,13 @@ Result<StepPlan> StepPlanner::plan(RequestTable& requests) {
       const int64_t next = (static_cast<int64_t>(r->n_computed) / granularity + 1) * granularity;
       if (r->n_computed + n > next) n = static_cast<int32_t>(next - r->n_computed);
     }
-    n = aligned_prompt_piece(r->n_computed, n, left);
+    // Pieces end on multiples of kPromptSplitAlignment (architecture.hpp).
+    // One whose budget reaches none waits for a step with more room when
+    // this step computes something else anyway and a budget this size can
+    // reach one; otherwise it takes what the budget gives.
+    const int32_t piece = aligned_prompt_piece(r->n_computed, n, left);
+    if (piece == 0 && !plan.items.empty() && config_.max_batch_tokens >= kPromptSplitAlignment) continue;
+    if (piece > 0) n = piece;
     budget -= n;
     plan.items.push_back({r, n, n == left ? 1 : 0, 0});
     plan.decode_only = false;

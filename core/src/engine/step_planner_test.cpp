@@ -115,6 +115,34 @@ TEST_F(StepPlannerTest, PromptChunksEndOnMultiplesOfTheSplitAlignment) {
   EXPECT_EQ(chunks_of(100), (std::vector<int32_t>{64, 64, 64, 64, 44}));
 }
 
+// A second prompt whose share of the budget reaches no multiple of 64 waits
+// for a step with more room, rather than start a piece off the multiples.
+TEST_F(StepPlannerTest, APromptPieceThatReachesNoMultipleWaitsForRoom) {
+  FakeMemory memory(4, 1000, 1000);
+  SchedulerConfig config;
+  config.max_batch_tokens = 90;
+  StepPlanner planner(memory, 1000, config, nullptr, true);
+  Request& a = add(std::vector<int32_t>(100, 7));
+  Request& b = add(std::vector<int32_t>(100, 8));
+  auto first = planner.plan(table_);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first->items.size(), 1u) << "b's 26 tokens of budget reach no multiple of 64";
+  EXPECT_EQ(item(*first, a)->n_tokens, 64);
+  EXPECT_EQ(item(*first, b), nullptr);
+  a.n_computed = 64;
+  auto second = planner.plan(table_);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->items.size(), 1u) << "a's last 36 leave b 54: still no multiple";
+  EXPECT_EQ(item(*second, a)->n_tokens, 36);
+  a.n_computed = 100;
+  a.ctx->push(42);
+  auto third = planner.plan(table_);
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ(third->items.size(), 2u);
+  EXPECT_EQ(item(*third, a)->n_tokens, 1) << "a decodes";
+  EXPECT_EQ(item(*third, b)->n_tokens, 64) << "89 tokens of budget, cut back to 64";
+}
+
 TEST_F(StepPlannerTest, AdmitsWhileTheMemoryHoldsWhatRunningRequestsMayGrowTo) {
   FakeMemory memory(4, 6, 1000);  // 24 tokens in all
   SchedulerConfig config;
