@@ -363,7 +363,7 @@ void BM_FloatRows(benchmark::State& state) {
 }
 BENCHMARK(BM_FloatRows)
     ->ArgsProduct({{static_cast<int64_t>(DType::f16), static_cast<int64_t>(DType::bf16), static_cast<int64_t>(DType::f32)},
-                   {1, 2, 4, 32}})
+                   {1, 2, 3, 4, 8, 32}})
     ->ArgNames({"type", "rows"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

@@ -87,7 +87,15 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     // memory allows. The tiles sum in the dot's order when in_ is a multiple
     // of 32 (kernels.hpp), so each row gets the bits it gets alone, whichever
     // way its batch went.
-    const bool tiled = is_block_format(type_) ? fused == nullptr : n_rows >= min_tiled_rows(type_) && in_ % 32 == 0;
+    // f16/bf16 rows with a level's half tiles (AVX-512) skip the scratch:
+    // they are widened in registers, once per tile of activation rows, from
+    // two activation rows on (two dots would each wait on their chains).
+    HalfTileFn half_tile = nullptr;
+    if (type_ == DType::f16) half_tile = k.f16_tile;
+    if (type_ == DType::bf16) half_tile = k.bf16_tile;
+    const bool half_tiled = half_tile != nullptr && n_rows >= 2 && in_ % 32 == 0;
+    const bool tiled = is_block_format(type_) ? fused == nullptr
+                                              : !half_tiled && n_rows >= min_tiled_rows(type_) && in_ % 32 == 0;
     const bool widen = tiled && type_ != DType::f32;
     const bool parallel = weight_bytes() * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
     const int max_threads = parallel ? omp_get_max_threads() : 1;
@@ -104,6 +112,18 @@ Status FloatLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
       if (!can_run) out_of_memory = true;
       for (int64_t x0 = 0; can_run && x0 < n_rows; x0 += kXChunk) {
         const int64_t x1 = std::min(n_rows, x0 + kXChunk);
+        if (half_tiled) {
+          const size_t stride = row_bytes_ / sizeof(uint16_t);  // elements
+          for (int64_t r = wr.begin; r < wr.end; r += kMaxHalfTileW) {
+            const int nw = static_cast<int>(std::min<int64_t>(kMaxHalfTileW, wr.end - r));
+            const auto* rows = reinterpret_cast<const uint16_t*>(weights_ + r * row_bytes_);  // [nw, in]
+            for (int64_t i = x0; i < x1; i += kMaxHalfTileX) {
+              const int nx = static_cast<int>(std::min<int64_t>(kMaxHalfTileX, x1 - i));
+              half_tile(rows, stride, nw, x + i * in_, in_, nx, in_, y + i * out_ + r, out_);
+            }
+          }
+          continue;
+        }
         if (!tiled) {
           for (int64_t r = wr.begin; r < wr.end; ++r)
             for (int64_t i = x0; i < x1; ++i) y[i * out_ + r] = dot(weights_ + r * row_bytes_, x + i * in_, in_);

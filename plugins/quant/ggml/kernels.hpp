@@ -47,6 +47,19 @@ inline constexpr int kMaxFloatTileX = 2;  // activation rows
 using FloatTileFn = void (*)(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx,
                              int64_t n, float* y, size_t y_stride);
 
+// The largest tile of HalfTileFn.
+inline constexpr int kMaxHalfTileW = 2;  // weight rows
+inline constexpr int kMaxHalfTileX = 4;  // activation rows
+
+// f16 or bf16 rows against f32 rows, n a multiple of 32: for wi < nw <=
+// kMaxHalfTileW and xi < nx <= kMaxHalfTileX,
+//   y[xi * y_stride + wi] = f16(w + wi * w_stride, x + xi * x_stride, n)
+// (or bf16) bit for bit, w_stride counted in 16-bit elements. The weights are
+// widened in registers as they are loaded, once per tile: no f32 copy of
+// them is written.
+using HalfTileFn = void (*)(const uint16_t* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx,
+                            int64_t n, float* y, size_t y_stride);
+
 // Quantize n floats (a multiple of 32) to Q8_1, bit-identical to quantize_row_q8_1.
 using QuantizeQ8_1Fn = void (*)(const float* x, BlockQ8_1* y, int64_t n);
 // Quantize n floats (a multiple of 256) to Q8_K, bit-identical to quantize_row_q8_k.
@@ -168,6 +181,11 @@ struct KernelTable {
   KQuantPairFn q6_k_pair;
   KQuantPairFn q2_k_pair;
   KQuantPairFn q3_k_pair;
+  // f16 / bf16 weight rows against several activation rows (the AVX-512
+  // levels), else nullptr: FloatLinear then widens rows into scratch for
+  // f32_tile.
+  HalfTileFn f16_tile;
+  HalfTileFn bf16_tile;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

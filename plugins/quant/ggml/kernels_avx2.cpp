@@ -625,6 +625,7 @@ const KernelTable& avx2_kernel_table() {
       &kquant_tile<K2Format>, &kquant_tile<K3Format>,
       &q2_kx8_avx2, &q3_kx8_avx2,
       nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need AVX-512 VNNI
+      nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
   };
   return table;
 }

@@ -371,7 +371,11 @@ void f32_tile_fixed(const float* w, size_t w_stride, const float* x, size_t x_st
       }
     }
   }
+  // Unrolled like the loops above, so the accumulators stay in registers (a
+  // loop over them here kept the arrays in memory: every step stored them).
+#pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi)
+#pragma GCC unroll 8
     for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(_mm512_add_ps(acc0[xi][wi], acc1[xi][wi]));
 }
 
@@ -409,6 +413,58 @@ float dot_half(const void* w, const float* x, int64_t n) {
     acc0 = _mm512_fmadd_ps(Load(wh + i, m), _mm512_maskz_loadu_ps(m, x + i), acc0);
   }
   return hsum(_mm512_add_ps(acc0, acc1));
+}
+
+// NW f16/bf16 weight rows x NX activation rows, each pair summed as
+// dot_half sums it (elements 0..15 and 16..31 of every 32 in two
+// accumulators): 2 NW NX accumulators, the NW rows' two vectors widened once
+// per 32-element step for all NX activation rows.
+template <__m512 (*Load)(const uint16_t*, __mmask16), int NW, int NX>
+void half_tile_fixed(const uint16_t* w, size_t w_stride, const float* x, size_t x_stride, int64_t n, float* y,
+                     size_t y_stride) {
+  __m512 acc0[NX][NW], acc1[NX][NW];
+#pragma GCC unroll 8
+  for (int xi = 0; xi < NX; ++xi)
+#pragma GCC unroll 8
+    for (int wi = 0; wi < NW; ++wi) acc0[xi][wi] = acc1[xi][wi] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 32) {
+    __m512 w0[NW], w1[NW];
+#pragma GCC unroll 8
+    for (int wi = 0; wi < NW; ++wi) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + (NW + wi) * w_stride + i), _MM_HINT_T0);
+      w0[wi] = Load(w + wi * w_stride + i, 0xFFFF);
+      w1[wi] = Load(w + wi * w_stride + i + 16, 0xFFFF);
+    }
+#pragma GCC unroll 8
+    for (int xi = 0; xi < NX; ++xi) {
+      const __m512 x0 = _mm512_loadu_ps(x + xi * x_stride + i), x1 = _mm512_loadu_ps(x + xi * x_stride + i + 16);
+#pragma GCC unroll 8
+      for (int wi = 0; wi < NW; ++wi) {
+        acc0[xi][wi] = _mm512_fmadd_ps(w0[wi], x0, acc0[xi][wi]);
+        acc1[xi][wi] = _mm512_fmadd_ps(w1[wi], x1, acc1[xi][wi]);
+      }
+    }
+  }
+  // Unrolled like the loops above, so the accumulators stay in registers (a
+  // loop over them here kept the arrays in memory: every step stored them).
+#pragma GCC unroll 8
+  for (int xi = 0; xi < NX; ++xi)
+#pragma GCC unroll 8
+    for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(_mm512_add_ps(acc0[xi][wi], acc1[xi][wi]));
+}
+
+template <__m512 (*Load)(const uint16_t*, __mmask16)>
+void half_tile(const uint16_t* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n,
+               float* y, size_t y_stride) {
+  using Fn = void (*)(const uint16_t*, size_t, const float*, size_t, int64_t, float*, size_t);
+  static_assert(kMaxHalfTileW == 2 && kMaxHalfTileX == 4, "the table below lists every shape");
+  static constexpr Fn kTable[kMaxHalfTileW][kMaxHalfTileX] = {
+      {&half_tile_fixed<Load, 1, 1>, &half_tile_fixed<Load, 1, 2>, &half_tile_fixed<Load, 1, 3>,
+       &half_tile_fixed<Load, 1, 4>},
+      {&half_tile_fixed<Load, 2, 1>, &half_tile_fixed<Load, 2, 2>, &half_tile_fixed<Load, 2, 3>,
+       &half_tile_fixed<Load, 2, 4>},
+  };
+  kTable[nw - 1][nx - 1](w, w_stride, x, x_stride, n, y, y_stride);
 }
 
 #include "fifth_bits_impl.hpp"
@@ -459,6 +515,7 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
 #else
       nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need vpdpbusd's broadcast operand to pay
 #endif
+      &half_tile<f16x16>, &half_tile<bf16x16>,
   };
   return table;
 }

@@ -391,6 +391,7 @@ const KernelTable& scalar_kernel_table() {
       &q2_kx8_scalar,
       &q3_kx8_scalar,
       nullptr, nullptr, nullptr, nullptr, nullptr,  // K-quant pairs: the groups are the reference
+      nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
   };
   return table;
 }

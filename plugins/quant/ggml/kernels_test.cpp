@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "dequantize_fast.hpp"
@@ -249,6 +250,49 @@ TEST_P(KernelLevel, FloatTilesEqualTheFloatDotPerPair) {
                   << "n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
             } else {
               EXPECT_EQ(got, -7.0f) << "wrote outside the tile " << nw << "x" << nx;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every tile shape of the f16 and bf16 tiles (where the level has them)
+// gives each pair the bits of the level's f16 / bf16 dot, and writes nothing
+// outside its nw x nx block of y.
+TEST_P(KernelLevel, HalfTilesEqualTheHalfDotPerPair) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  if (k.f16_tile == nullptr || k.bf16_tile == nullptr) {
+    ASSERT_EQ(k.f16_tile, k.bf16_tile) << "a level has both half tiles or neither";
+    GTEST_SKIP() << k.name << " has no f16/bf16 tiles: FloatLinear widens rows into scratch for f32_tile there";
+  }
+  for (int64_t n : {32, 64, 576, 1536}) {
+    const size_t w_stride = static_cast<size_t>(n) + 32, x_stride = static_cast<size_t>(n) + 64;  // padded rows
+    const auto values = random_floats(kMaxHalfTileW * w_stride, static_cast<uint32_t>(n), 1.0f);
+    std::vector<uint16_t> h(values.size()), bf(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      h[i] = f32_to_f16(values[i]);
+      bf[i] = f32_to_bf16(values[i]);
+    }
+    const auto x = random_floats(kMaxHalfTileX * x_stride, static_cast<uint32_t>(n + 3), 2.0f);
+    constexpr size_t kYStride = kMaxHalfTileW + 3;
+    for (const auto& [name, w, tile, dot] : {std::tuple{"f16", &h, k.f16_tile, k.f16},
+                                             std::tuple{"bf16", &bf, k.bf16_tile, k.bf16}}) {
+      for (int nw = 1; nw <= kMaxHalfTileW; ++nw) {
+        for (int nx = 1; nx <= kMaxHalfTileX; ++nx) {
+          std::vector<float> y(kMaxHalfTileX * kYStride, -7.0f);
+          tile(w->data(), w_stride, nw, x.data(), x_stride, nx, n, y.data(), kYStride);
+          for (int xi = 0; xi < kMaxHalfTileX; ++xi) {
+            for (size_t wi = 0; wi < kYStride; ++wi) {
+              const float got = y[xi * kYStride + wi];
+              if (xi < nx && static_cast<int>(wi) < nw) {
+                EXPECT_EQ(got, dot(w->data() + wi * w_stride, x.data() + xi * x_stride, n))
+                    << name << " n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
+              } else {
+                EXPECT_EQ(got, -7.0f) << name << " wrote outside the tile " << nw << "x" << nx;
+              }
             }
           }
         }
