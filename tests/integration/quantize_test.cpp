@@ -489,6 +489,18 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   EXPECT_LT(kl[2], kl[1] / 2) << "SmoothQuant 0.5 did not halve no migration's divergence";
   EXPECT_LT(kl[3], kl[1] / 2) << "the searched alphas did not halve no migration's divergence";
   EXPECT_LT(kl[2], 0.02) << "SmoothQuant 0.5 moved the model further than a KL divergence of 0.02";
+
+  // The file without migration, its activations as two int8 terms through
+  // the pipeline's [quant] section: the per-token rounding all but gone.
+  auto two_terms = open_session(kPipelines / "quickstart.toml", {{"model", "path", plain.string()},
+                                                                  {"quant", "plugin", "int8"},
+                                                                  {"quant", "activations", "\"q8x2\""}});
+  ASSERT_TRUE(two_terms);
+  auto logits = two_terms->score(ids);
+  ASSERT_TRUE(logits.ok()) << logits.status().message();
+  const double kl_two_terms = mean_kl_divergence(reference, *logits, vocab);
+  std::printf("[ info ] INT8 without migration, two activation terms: mean KL divergence %.5f\n", kl_two_terms);
+  EXPECT_LT(kl_two_terms, kl[1] / 4) << "two activation terms did not cut one term's divergence fourfold";
 }
 
 // A weight stored as i8 without its row scales is refused by name.

@@ -72,9 +72,17 @@ Result<std::vector<float>> row_scales(const TensorRef& weight, std::span<const T
   return scales;
 }
 
+const ParamSpec kParams[] = {
+    param_string("activations", "\"q8\"", "q8|q8x2",
+                 "q8: W8A8, each activation row as int8 with one scale (per token); q8x2: each row as two int8 "
+                 "terms, the second quantizing what the first left out (the activations' rounding ~254x smaller, "
+                 "twice the integer work; docs/quantization.md)"),
+};
+
 class Int8Quantizer final : public Quantizer {
  public:
-  explicit Int8Quantizer(const ParamValues& /*params*/) {}
+  explicit Int8Quantizer(const ParamValues& params)
+      : two_terms_(params.has("activations") && params.get_string("activations") == "q8x2") {}
 
   std::span<const std::string_view> formats() const noexcept override { return kFormats; }
 
@@ -110,7 +118,7 @@ class Int8Quantizer final : public Quantizer {
                            "' holds -128: INT8 W8A8 weights are symmetric, in [-127, 127]");
       PackedWeight packed =
           pack_weight(static_cast<const int8_t*>(weight.data), scales->data(), weight.shape[0], weight.shape[1]);
-      return std::unique_ptr<Linear>(std::make_unique<W8A8Linear>(std::move(packed), std::move(b)));
+      return std::unique_ptr<Linear>(std::make_unique<W8A8Linear>(std::move(packed), std::move(b), two_terms_));
     });
   }
 
@@ -141,17 +149,20 @@ class Int8Quantizer final : public Quantizer {
                                                             int64_t in_features) noexcept override {
     return guard([&] { return make_rowwise_quantizer(spec, out_features, in_features); });
   }
+
+ private:
+  bool two_terms_;
 };
 
 const PluginLibrary* int8_quant_entry() {
   static const PluginInfo plugins[] = {{
       PluginFamily::quant,
       "int8",
-      "0.1.0",
+      "0.2.0",
       "INT8 W8A8: int8 weights with a scale per row, int8 activations with a scale per token, integer products "
       "(AVX2, AVX-512 VNNI, AMX-INT8 tiles)",
-      nullptr,
-      0,
+      kParams,
+      std::size(kParams),
       &make_plugin<Int8Quantizer>,
   }};
   static const PluginLibrary library = plugin_library(plugins);

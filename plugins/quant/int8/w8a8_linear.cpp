@@ -32,21 +32,27 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
   return amax / 127.0f;
 }
 
-W8A8Linear::W8A8Linear(PackedWeight weight, std::vector<float> bias) : w_(std::move(weight)), bias_(std::move(bias)) {}
+W8A8Linear::W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms)
+    : w_(std::move(weight)), bias_(std::move(bias)), two_terms_(two_terms) {}
 
 uint64_t W8A8Linear::weight_bytes() const noexcept {
   return static_cast<uint64_t>(w_.out) * static_cast<uint64_t>(w_.in) + static_cast<uint64_t>(w_.out) * 4;
 }
 
-void W8A8Linear::finish(const int32_t* acc, size_t acc_stride, int64_t row0, int nx, int64_t o0, int n_out,
-                        float* y) const {
+void W8A8Linear::finish(const int32_t* acc, const int32_t* acc2, size_t acc_stride, int64_t row0, int nx, int64_t o0,
+                        int n_out, float* y) const {
   const int n = static_cast<int>(std::min<int64_t>(n_out, w_.out - o0));
   for (int xi = 0; xi < nx; ++xi) {
     const float sx = row_scales_[static_cast<size_t>(row0 + xi)];
     float* yr = y + (row0 + xi) * w_.out + o0;
     const int32_t* a = acc + xi * acc_stride;
     for (int r = 0; r < n; ++r) {
-      const float v = static_cast<float>(a[r]) * (sx * w_.scales[static_cast<size_t>(o0 + r)]);
+      const float sw = w_.scales[static_cast<size_t>(o0 + r)];
+      float v = static_cast<float>(a[r]) * (sx * sw);
+      if (acc2 != nullptr) {
+        const float sx2 = row_scales_[static_cast<size_t>(rows_ + row0 + xi)];
+        v += static_cast<float>(acc2[xi * acc_stride + r]) * (sx2 * sw);
+      }
       yr[r] = bias_.empty() ? v : v + bias_[static_cast<size_t>(o0 + r)];
     }
   }
@@ -57,16 +63,30 @@ void W8A8Linear::plan(int64_t n_rows) {
   tiles_ = kernels_->panel_tiles != nullptr && n_rows >= kTileBlockRows && w_.n_panels >= 2;
   rows_ = n_rows;
   const int64_t padded = tiles_ ? (n_rows + kTileBlockRows - 1) / kTileBlockRows * kTileBlockRows : n_rows;
-  const int64_t stride = w_.in_padded();
-  if (q_.size() < static_cast<size_t>(padded * stride)) q_.resize(static_cast<size_t>(padded * stride));
-  if (row_scales_.size() < static_cast<size_t>(n_rows)) row_scales_.resize(static_cast<size_t>(n_rows));
+  const int64_t stride = w_.in_padded(), terms = two_terms_ ? 2 : 1;
+  padded_rows_ = padded;
+  if (q_.size() < static_cast<size_t>(terms * padded * stride)) q_.resize(static_cast<size_t>(terms * padded * stride));
+  if (row_scales_.size() < static_cast<size_t>(terms * n_rows))
+    row_scales_.resize(static_cast<size_t>(terms * n_rows));
   // Rows past n_rows (tile padding) are zero: their sums are never read.
-  std::fill(q_.begin() + n_rows * stride, q_.begin() + padded * stride, int8_t{0});
+  for (int64_t t = 0; t < terms; ++t)
+    std::fill(q_.begin() + (t * padded + n_rows) * stride, q_.begin() + (t + 1) * padded * stride, int8_t{0});
 }
 
 void W8A8Linear::quantize_row(const float* x, int64_t r) {
   const int64_t stride = w_.in_padded();
-  row_scales_[static_cast<size_t>(r)] = quantize_activation_row(x + r * w_.in, w_.in, stride, q_.data() + r * stride);
+  const float* row = x + r * w_.in;
+  int8_t* q = q_.data() + r * stride;
+  const float sx = quantize_activation_row(row, w_.in, stride, q);
+  row_scales_[static_cast<size_t>(r)] = sx;
+  if (!two_terms_) return;
+  // The second term: what the first left out, quantized on its own scale (a
+  // poisoned row's NaN scale already makes its outputs NaN).
+  thread_local std::vector<float> error;
+  error.resize(static_cast<size_t>(w_.in));
+  for (int64_t k = 0; k < w_.in; ++k) error[static_cast<size_t>(k)] = std::isnan(sx) ? 0.0f : row[k] - sx * q[k];
+  int8_t* q2 = q_.data() + (padded_rows_ + r) * stride;
+  row_scales_[static_cast<size_t>(rows_ + r)] = quantize_activation_row(error.data(), w_.in, stride, q2);
 }
 
 void W8A8Linear::run_panels(int64_t p0, int64_t p1, float* y) const {
@@ -76,20 +96,22 @@ void W8A8Linear::run_panels(int64_t p0, int64_t p1, float* y) const {
   if (tiles_) {
     for (; p + 1 < p1; p += 2) {
       for (int64_t r = 0; r < rows_; r += kTileBlockRows) {
-        alignas(64) int32_t acc[kTileBlockRows * kTileBlockRows];
-        k.panel_tiles(w_.panel(p), w_.panel_bytes(), w_.k_chunks, q_.data() + r * stride, stride, acc);
+        alignas(64) int32_t acc[2][kTileBlockRows * kTileBlockRows];
+        k.panel_tiles(w_.panel(p), w_.panel_bytes(), w_.k_chunks, term(0) + r * stride, stride, acc[0]);
+        if (two_terms_) k.panel_tiles(w_.panel(p), w_.panel_bytes(), w_.k_chunks, term(1) + r * stride, stride, acc[1]);
         const int nx = static_cast<int>(std::min<int64_t>(kTileBlockRows, rows_ - r));
-        finish(acc, kTileBlockRows, r, nx, p * kPanelRows, kTileBlockRows, y);
+        finish(acc[0], two_terms_ ? acc[1] : nullptr, kTileBlockRows, r, nx, p * kPanelRows, kTileBlockRows, y);
       }
     }
   }
   for (; p < p1; ++p) {
+    const int32_t* row_sums = w_.row_sums.data() + p * kPanelRows;
     for (int64_t r = 0; r < rows_; r += kMaxDotRows) {
-      int32_t acc[kMaxDotRows * kPanelRows];
+      int32_t acc[2][kMaxDotRows * kPanelRows];
       const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, rows_ - r));
-      k.panel_dot(w_.panel(p), w_.row_sums.data() + p * kPanelRows, w_.k_chunks, q_.data() + r * stride, stride, nx,
-                  acc);
-      finish(acc, kPanelRows, r, nx, p * kPanelRows, kPanelRows, y);
+      k.panel_dot(w_.panel(p), row_sums, w_.k_chunks, term(0) + r * stride, stride, nx, acc[0]);
+      if (two_terms_) k.panel_dot(w_.panel(p), row_sums, w_.k_chunks, term(1) + r * stride, stride, nx, acc[1]);
+      finish(acc[0], two_terms_ ? acc[1] : nullptr, kPanelRows, r, nx, p * kPanelRows, kPanelRows, y);
     }
   }
 }

@@ -3,8 +3,13 @@
 // int8 with one scale each at every forward, products summed in integers:
 //   y[t][o] = f32(sum_k W[o][k] * q[t][k]) * (sx[t] * sw[o]) + b[o]
 // with sx[t] = max_k |x[t][k]| / 127 and q[t][k] = x[t][k] / sx[t] rounded to
-// nearest (ties to even). Decode and small batches run the panel dot of the
-// CPU's level; 32 rows or more run on AMX tiles where the CPU has them.
+// nearest (ties to even). With two activation terms (the plugin's
+// activations = "q8x2") the rounding error of each row is quantized again,
+// e[t][k] = x[t][k] - sx[t] q[t][k] into q2 with its own scale sx2[t], and
+//   y[t][o] = f32(sum_k W[o][k] q[t][k]) (sx[t] sw[o]) + f32(sum_k W[o][k] q2[t][k]) (sx2[t] sw[o]) + b[o]
+// so the activations' rounding shrinks ~254-fold for twice the integer work.
+// Decode and small batches run the panel dot of the CPU's level; 32 rows or
+// more run on AMX tiles where the CPU has them.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +27,7 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
 
 class W8A8Linear final : public Linear {
  public:
-  W8A8Linear(PackedWeight weight, std::vector<float> bias);
+  W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms = false);
 
   int64_t in_features() const noexcept override { return w_.in; }
   int64_t out_features() const noexcept override { return w_.out; }
@@ -40,14 +45,20 @@ class W8A8Linear final : public Linear {
   void quantize_row(const float* x, int64_t r);
   // Output rows of panels [p0, p1) for every prepared activation row.
   void run_panels(int64_t p0, int64_t p1, float* y) const;
-  // acc[xi * acc_stride + r] for rows [row0, row0 + nx) and weight rows
-  // [o0, o0 + n_out) into y, with the scales and bias.
-  void finish(const int32_t* acc, size_t acc_stride, int64_t row0, int nx, int64_t o0, int n_out, float* y) const;
+  // acc[xi * acc_stride + r] (and acc2's, the second term's, or nullptr) for
+  // rows [row0, row0 + nx) and weight rows [o0, o0 + n_out) into y, with the
+  // scales and bias.
+  void finish(const int32_t* acc, const int32_t* acc2, size_t acc_stride, int64_t row0, int nx, int64_t o0, int n_out,
+              float* y) const;
+  // Term t's quantized activation rows.
+  const int8_t* term(int t) const { return q_.data() + static_cast<size_t>(t * padded_rows_ * w_.in_padded()); }
 
   PackedWeight w_;
   std::vector<float> bias_;            // [out] or empty
-  std::vector<int8_t> q_;              // [rows (padded to 32 for tiles), in_padded]: this forward's activations
-  std::vector<float> row_scales_;      // [rows]: their scales
+  bool two_terms_;
+  std::vector<int8_t> q_;              // [terms, rows (padded to 32 for tiles), in_padded]: this forward's activations
+  std::vector<float> row_scales_;      // [terms, rows]: their scales
+  int64_t padded_rows_ = 0;
   const KernelTable* kernels_ = nullptr;  // this forward's
   int64_t rows_ = 0;                   // activation rows prepared
   bool tiles_ = false;                 // whether pairs of panels run on AMX tiles

@@ -192,11 +192,13 @@ struct LinearCase {
         bias(random_floats(static_cast<size_t>(out_), seed + 1)) {
     quantize_rows(weight.data(), out, in, q.data(), scales.data());
   }
-  W8A8Linear linear() const { return W8A8Linear(pack_weight(q.data(), scales.data(), out, in), bias); }
+  W8A8Linear linear(bool two_terms = false) const {
+    return W8A8Linear(pack_weight(q.data(), scales.data(), out, in), bias, two_terms);
+  }
 };
 
-std::vector<float> run(const LinearCase& c, const std::vector<float>& x, int64_t rows) {
-  W8A8Linear l = c.linear();
+std::vector<float> run(const LinearCase& c, const std::vector<float>& x, int64_t rows, bool two_terms = false) {
+  W8A8Linear l = c.linear(two_terms);
   std::vector<float> y(static_cast<size_t>(rows * c.out), -1.0f);
   EXPECT_TRUE(l.forward(x.data(), y.data(), rows).ok());
   return y;
@@ -204,18 +206,20 @@ std::vector<float> run(const LinearCase& c, const std::vector<float>& x, int64_t
 
 TEST_P(W8A8Level, LinearGivesTheScalarLevelsBits) {
   const LinearCase c(70, 300, 21);  // 5 panels: the tiles take two pairs, the dot the last
-  for (const int64_t rows : {1, 3, 5, 32, 33, 70}) {
-    const auto x = random_floats(static_cast<size_t>(rows * c.in), 30 + static_cast<uint32_t>(rows));
-    std::vector<float> expected;
-    {
-      ScopedLevel scalar(IsaLevel::scalar);
-      expected = run(c, x, rows);
+  for (const bool two_terms : {false, true}) {
+    for (const int64_t rows : {1, 3, 5, 32, 33, 70}) {
+      const auto x = random_floats(static_cast<size_t>(rows * c.in), 30 + static_cast<uint32_t>(rows));
+      std::vector<float> expected;
+      {
+        ScopedLevel scalar(IsaLevel::scalar);
+        expected = run(c, x, rows, two_terms);
+      }
+      ScopedLevel level(GetParam());
+      ASSERT_TRUE(level.ok());
+      const auto y = run(c, x, rows, two_terms);
+      ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
+          << isa_level_name(GetParam()) << " with " << rows << " rows" << (two_terms ? ", two terms" : "");
     }
-    ScopedLevel level(GetParam());
-    ASSERT_TRUE(level.ok());
-    const auto y = run(c, x, rows);
-    ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
-        << isa_level_name(GetParam()) << " with " << rows << " rows";
   }
 }
 
@@ -223,14 +227,16 @@ TEST_P(W8A8Level, PrepareAndComputeInRangesGiveForwardsBits) {
   ScopedLevel level(GetParam());
   ASSERT_TRUE(level.ok());
   const LinearCase c(70, 200, 81);  // 5 panels: units of 32 columns, the last one short
-  for (const int64_t rows : {1, 3, 40}) {
-    const auto x = random_floats(static_cast<size_t>(rows * c.in), 82 + static_cast<uint32_t>(rows));
-    const auto expected = run(c, x, rows);
-    W8A8Linear l = c.linear();
+  for (const int64_t rows : {1, 3, 40, -40}) {  // -40: 40 rows with two terms
+    const bool two_terms = rows < 0;
+    const int64_t n = std::abs(rows);
+    const auto x = random_floats(static_cast<size_t>(n * c.in), 82 + static_cast<uint32_t>(n));
+    const auto expected = run(c, x, n, two_terms);
+    W8A8Linear l = c.linear(two_terms);
     ASSERT_TRUE(l.splits());
     ASSERT_EQ(l.column_alignment(), 32);
     std::vector<float> y(expected.size(), -1.0f);
-    ASSERT_TRUE(l.prepare(x.data(), rows).ok());
+    ASSERT_TRUE(l.prepare(x.data(), n).ok());
     l.compute(y.data(), 64, 70);
     l.compute(y.data(), 0, 32);
     l.compute(y.data(), 32, 64);
@@ -291,6 +297,44 @@ TEST(W8A8Linear, MatchesTheFloat64ProductOfWhatItQuantized) {
   EXPECT_LT(exact_err, 1e-5);
   // Two 8-bit roundings (weights per row, activations per token): under 1% of the output's energy.
   EXPECT_LT(err / energy, 1e-2);
+}
+
+// Two activation terms: the second quantizes what the first left out, and
+// the output is both products' sum, exactly as the formula in
+// w8a8_linear.hpp reads (up to the epilogue's f32 roundings); nearer the
+// float product than one term.
+TEST(W8A8Linear, TwoActivationTermsSumBothProductsAndFollowTheFloatProductCloser) {
+  const LinearCase c(48, 320, 43);
+  const int64_t rows = 6;
+  const auto x = random_floats(static_cast<size_t>(rows * c.in), 44);
+  const auto one = run(c, x, rows, false), two = run(c, x, rows, true);
+  double err_one = 0, err_two = 0, energy = 0, exact_err = 0;
+  std::vector<int8_t> q1(static_cast<size_t>(c.in)), q2(static_cast<size_t>(c.in));
+  std::vector<float> rest(static_cast<size_t>(c.in));
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* xt = x.data() + t * c.in;
+    const float s1 = quantize_activation_row(xt, c.in, c.in, q1.data());
+    for (int64_t k = 0; k < c.in; ++k) rest[k] = xt[k] - s1 * q1[k];
+    const float s2 = quantize_activation_row(rest.data(), c.in, c.in, q2.data());
+    ASSERT_GT(s2, 0.0f);
+    EXPECT_LT(s2, s1 / 100) << "the second term's scale is the first's rounding step's";
+    for (int64_t o = 0; o < c.out; ++o) {
+      double d1 = 0, d2 = 0, original = c.bias[o];
+      for (int64_t k = 0; k < c.in; ++k) {
+        d1 += static_cast<double>(c.q[o * c.in + k]) * q1[k];
+        d2 += static_cast<double>(c.q[o * c.in + k]) * q2[k];
+        original += static_cast<double>(c.weight[o * c.in + k]) * xt[k];
+      }
+      const double expected = d1 * s1 * c.scales[o] + d2 * s2 * c.scales[o] + c.bias[o];
+      const double got = two[t * c.out + o];
+      exact_err = std::max(exact_err, std::fabs(got - expected) / (std::fabs(expected) + 1e-3));
+      err_two += (got - original) * (got - original);
+      err_one += (one[t * c.out + o] - original) * (one[t * c.out + o] - original);
+      energy += original * original;
+    }
+  }
+  EXPECT_LT(exact_err, 1e-5);
+  EXPECT_LT(err_two, 0.5 * err_one) << "one term " << err_one / energy << ", two " << err_two / energy;
 }
 
 TEST(W8A8Linear, ANonFiniteInputPoisonsOnlyItsRow) {
