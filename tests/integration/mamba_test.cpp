@@ -75,6 +75,25 @@ GenerationRequest greedy_ids(const std::vector<int32_t>& prompt, int64_t steps) 
   return r;
 }
 
+// The requests run together through the scheduler, at most max_batch_tokens
+// a step, generate the ids each generated alone (`alone`), and more than one
+// ran at once.
+void expect_scheduled_ids(Session& session, const std::vector<GenerationRequest>& requests, int32_t max_batch_tokens,
+                          const std::vector<std::vector<int32_t>>& alone) {
+  SchedulerConfig config;
+  config.max_batch_tokens = max_batch_tokens;
+  Scheduler scheduler(session, config);
+  for (const auto& r : requests) scheduler.submit(r);
+  auto out = scheduler.run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out->size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    ASSERT_TRUE((*out)[i].status.ok()) << (*out)[i].status.message();
+    EXPECT_EQ((*out)[i].result.metrics.token_ids, alone[i]) << "request " << i;
+  }
+  EXPECT_GT(scheduler.stats().max_running, 1);
+}
+
 class MambaModels : public ::testing::TestWithParam<std::string> {
  protected:
   // "mamba1" or "mamba2": the GGUF llama.cpp's converter wrote.
@@ -172,18 +191,9 @@ TEST_P(MambaModels, BatchedAndChunkedRequestsGiveTheIdsOfSingleOnes) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     alone.push_back(r->metrics.token_ids);
   }
-  SchedulerConfig config;
-  config.max_batch_tokens = 5;
-  Scheduler scheduler(*session, config);
-  for (const auto& c : cases) scheduler.submit(greedy_ids(c.prompt, 24));
-  auto out = scheduler.run();
-  ASSERT_TRUE(out.ok()) << out.status().message();
-  ASSERT_EQ(out->size(), alone.size());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    ASSERT_TRUE((*out)[i].status.ok()) << (*out)[i].status.message();
-    EXPECT_EQ((*out)[i].result.metrics.token_ids, alone[i]) << "request " << i;
-  }
-  EXPECT_GT(scheduler.stats().max_running, 1);
+  std::vector<GenerationRequest> requests;
+  for (const auto& c : cases) requests.push_back(greedy_ids(c.prompt, 24));
+  expect_scheduled_ids(*session, requests, 5, alone);
 }
 
 // forward() itself, to the bit: a sequence's logits are the same alone,
@@ -351,18 +361,9 @@ TEST(Mamba2ChunkedScan, BatchedRequestsWithSplitPromptsGiveTheIdsOfSingleOnes) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     alone.push_back(r->metrics.token_ids);
   }
-  SchedulerConfig config;
-  config.max_batch_tokens = 90;
-  Scheduler scheduler(*session, config);
-  for (const auto& p : prompts) scheduler.submit(greedy_ids(p, 16));
-  auto out = scheduler.run();
-  ASSERT_TRUE(out.ok()) << out.status().message();
-  ASSERT_EQ(out->size(), alone.size());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    ASSERT_TRUE((*out)[i].status.ok()) << (*out)[i].status.message();
-    EXPECT_EQ((*out)[i].result.metrics.token_ids, alone[i]) << "request " << i;
-  }
-  EXPECT_GT(scheduler.stats().max_running, 1);
+  std::vector<GenerationRequest> requests;
+  for (const auto& p : prompts) requests.push_back(greedy_ids(p, 16));
+  expect_scheduled_ids(*session, requests, 90, alone);
 }
 
 // The prefix cache of a recurrent model: a prompt that starts with an

@@ -343,54 +343,6 @@ float dot_blocks_f32(const void* w, const float* x, int64_t n) {
   return hsum(_mm512_add_ps(acc0, acc1));
 }
 
-// NW x NX pairs at once, each with dot_f32's two accumulators (elements
-// 0..15 and 16..31 of every 32): 2 NW NX accumulators, NW + NX loads per
-// 32-element step.
-template <int NW, int NX>
-void f32_tile_fixed(const float* w, size_t w_stride, const float* x, size_t x_stride, int64_t n, float* y,
-                    size_t y_stride) {
-  __m512 acc0[NX][NW], acc1[NX][NW];
-#pragma GCC unroll 8
-  for (int xi = 0; xi < NX; ++xi)
-#pragma GCC unroll 8
-    for (int wi = 0; wi < NW; ++wi) acc0[xi][wi] = acc1[xi][wi] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 32) {
-    __m512 x0[NX], x1[NX];
-#pragma GCC unroll 8
-    for (int xi = 0; xi < NX; ++xi) {
-      x0[xi] = _mm512_loadu_ps(x + xi * x_stride + i);
-      x1[xi] = _mm512_loadu_ps(x + xi * x_stride + i + 16);
-    }
-#pragma GCC unroll 8
-    for (int wi = 0; wi < NW; ++wi) {
-      const __m512 w0 = _mm512_loadu_ps(w + wi * w_stride + i), w1 = _mm512_loadu_ps(w + wi * w_stride + i + 16);
-#pragma GCC unroll 8
-      for (int xi = 0; xi < NX; ++xi) {
-        acc0[xi][wi] = _mm512_fmadd_ps(w0, x0[xi], acc0[xi][wi]);
-        acc1[xi][wi] = _mm512_fmadd_ps(w1, x1[xi], acc1[xi][wi]);
-      }
-    }
-  }
-  // Unrolled like the loops above, so the accumulators stay in registers (a
-  // loop over them here kept the arrays in memory: every step stored them).
-#pragma GCC unroll 8
-  for (int xi = 0; xi < NX; ++xi)
-#pragma GCC unroll 8
-    for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(_mm512_add_ps(acc0[xi][wi], acc1[xi][wi]));
-}
-
-void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n, float* y,
-              size_t y_stride) {
-  using Fn = void (*)(const float*, size_t, const float*, size_t, int64_t, float*, size_t);
-  static constexpr Fn kTable[kMaxFloatTileW][kMaxFloatTileX] = {
-      {&f32_tile_fixed<1, 1>, &f32_tile_fixed<1, 2>},
-      {&f32_tile_fixed<2, 1>, &f32_tile_fixed<2, 2>},
-      {&f32_tile_fixed<3, 1>, &f32_tile_fixed<3, 2>},
-      {&f32_tile_fixed<4, 1>, &f32_tile_fixed<4, 2>},
-  };
-  kTable[nw - 1][nx - 1](w, w_stride, x, x_stride, n, y, y_stride);
-}
-
 inline __m512 f16x16(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
@@ -398,30 +350,23 @@ inline __m512 bf16x16(const uint16_t* p, __mmask16 m) {  // bf16 is the top half
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
+inline __m512 f32x16(const float* p) { return _mm512_loadu_ps(p); }
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
-float dot_half(const void* w, const float* x, int64_t n) {
-  const auto* wh = static_cast<const uint16_t*>(w);
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(Load(wh + i, 0xFFFF), _mm512_loadu_ps(x + i), acc0);
-    acc1 = _mm512_fmadd_ps(Load(wh + i + 16, 0xFFFF), _mm512_loadu_ps(x + i + 16), acc1);
-  }
-  for (; i < n; i += 16) {
-    const int64_t left = n - i;
-    const __mmask16 m = left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
-    acc0 = _mm512_fmadd_ps(Load(wh + i, m), _mm512_maskz_loadu_ps(m, x + i), acc0);
-  }
-  return hsum(_mm512_add_ps(acc0, acc1));
+__m512 whole16(const uint16_t* p) {
+  return Load(p, 0xFFFF);
 }
 
-// NW f16/bf16 weight rows x NX activation rows, each pair summed as
-// dot_half sums it (elements 0..15 and 16..31 of every 32 in two
-// accumulators): 2 NW NX accumulators, the NW rows' two vectors widened once
-// per 32-element step for all NX activation rows.
-template <__m512 (*Load)(const uint16_t*, __mmask16), int NW, int NX>
-void half_tile_fixed(const uint16_t* w, size_t w_stride, const float* x, size_t x_stride, int64_t n, float* y,
-                     size_t y_stride) {
+// NW weight rows (f32, or f16/bf16 widened in registers as they load) x NX
+// activation rows, each pair summed as the level's dot sums it (elements
+// 0..15 and 16..31 of every 32 in two accumulators): 2 NW NX accumulators,
+// the NW rows' two vectors loaded once per 32-element step for all NX
+// activation rows. f16/bf16 tiles prefetch the next NW rows as they go (a
+// prefetch never faults, past the weights' end included): without it they
+// ran behind two plain dots over rows streamed from memory. f32 tiles do
+// not: the same prefetch made them 15% slower (BM_FloatRows, 2-8 rows).
+template <typename Element, __m512 (*Load)(const Element*), int NW, int NX>
+void float_tile_fixed(const Element* w, size_t w_stride, const float* x, size_t x_stride, int64_t n, float* y,
+                      size_t y_stride) {
   __m512 acc0[NX][NW], acc1[NX][NW];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi)
@@ -431,9 +376,10 @@ void half_tile_fixed(const uint16_t* w, size_t w_stride, const float* x, size_t 
     __m512 w0[NW], w1[NW];
 #pragma GCC unroll 8
     for (int wi = 0; wi < NW; ++wi) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (NW + wi) * w_stride + i), _MM_HINT_T0);
-      w0[wi] = Load(w + wi * w_stride + i, 0xFFFF);
-      w1[wi] = Load(w + wi * w_stride + i + 16, 0xFFFF);
+      if constexpr (sizeof(Element) == 2)
+        _mm_prefetch(reinterpret_cast<const char*>(w + (NW + wi) * w_stride + i), _MM_HINT_T0);
+      w0[wi] = Load(w + wi * w_stride + i);
+      w1[wi] = Load(w + wi * w_stride + i + 16);
     }
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
@@ -453,16 +399,45 @@ void half_tile_fixed(const uint16_t* w, size_t w_stride, const float* x, size_t 
     for (int wi = 0; wi < NW; ++wi) y[xi * y_stride + wi] = hsum(_mm512_add_ps(acc0[xi][wi], acc1[xi][wi]));
 }
 
+void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n, float* y,
+              size_t y_stride) {
+  using Fn = void (*)(const float*, size_t, const float*, size_t, int64_t, float*, size_t);
+  static constexpr Fn kTable[kMaxFloatTileW][kMaxFloatTileX] = {
+      {&float_tile_fixed<float, f32x16, 1, 1>, &float_tile_fixed<float, f32x16, 1, 2>},
+      {&float_tile_fixed<float, f32x16, 2, 1>, &float_tile_fixed<float, f32x16, 2, 2>},
+      {&float_tile_fixed<float, f32x16, 3, 1>, &float_tile_fixed<float, f32x16, 3, 2>},
+      {&float_tile_fixed<float, f32x16, 4, 1>, &float_tile_fixed<float, f32x16, 4, 2>},
+  };
+  kTable[nw - 1][nx - 1](w, w_stride, x, x_stride, n, y, y_stride);
+}
+
+template <__m512 (*Load)(const uint16_t*, __mmask16)>
+float dot_half(const void* w, const float* x, int64_t n) {
+  const auto* wh = static_cast<const uint16_t*>(w);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(Load(wh + i, 0xFFFF), _mm512_loadu_ps(x + i), acc0);
+    acc1 = _mm512_fmadd_ps(Load(wh + i + 16, 0xFFFF), _mm512_loadu_ps(x + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const int64_t left = n - i;
+    const __mmask16 m = left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
+    acc0 = _mm512_fmadd_ps(Load(wh + i, m), _mm512_maskz_loadu_ps(m, x + i), acc0);
+  }
+  return hsum(_mm512_add_ps(acc0, acc1));
+}
+
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 void half_tile(const uint16_t* w, size_t w_stride, int nw, const float* x, size_t x_stride, int nx, int64_t n,
                float* y, size_t y_stride) {
   using Fn = void (*)(const uint16_t*, size_t, const float*, size_t, int64_t, float*, size_t);
   static_assert(kMaxHalfTileW == 2 && kMaxHalfTileX == 4, "the table below lists every shape");
   static constexpr Fn kTable[kMaxHalfTileW][kMaxHalfTileX] = {
-      {&half_tile_fixed<Load, 1, 1>, &half_tile_fixed<Load, 1, 2>, &half_tile_fixed<Load, 1, 3>,
-       &half_tile_fixed<Load, 1, 4>},
-      {&half_tile_fixed<Load, 2, 1>, &half_tile_fixed<Load, 2, 2>, &half_tile_fixed<Load, 2, 3>,
-       &half_tile_fixed<Load, 2, 4>},
+      {&float_tile_fixed<uint16_t, whole16<Load>, 1, 1>, &float_tile_fixed<uint16_t, whole16<Load>, 1, 2>,
+       &float_tile_fixed<uint16_t, whole16<Load>, 1, 3>, &float_tile_fixed<uint16_t, whole16<Load>, 1, 4>},
+      {&float_tile_fixed<uint16_t, whole16<Load>, 2, 1>, &float_tile_fixed<uint16_t, whole16<Load>, 2, 2>,
+       &float_tile_fixed<uint16_t, whole16<Load>, 2, 3>, &float_tile_fixed<uint16_t, whole16<Load>, 2, 4>},
   };
   kTable[nw - 1][nx - 1](w, w_stride, x, x_stride, n, y, y_stride);
 }
