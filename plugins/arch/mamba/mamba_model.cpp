@@ -179,13 +179,10 @@ void MambaModel::mix_mamba2(const Batch& batch, const MambaLayerWeights& lw, int
     scan.head_dim = c.head_dim;
     scan.n_group = c.n_group;
     scan.d_state = c.d_state;
-    // Token by token up to the first whole chunk, whole chunks, then the rest.
+    // Token by token up to the first whole chunk, whole chunks, then the
+    // rest (all of it token by token when the span is empty).
     const ChunkedSpan span = chunked_span(seq);
     const int64_t end = span.lead + span.chunks * kSsdChunk;
-    if (span.chunks == 0) {
-      mamba2_scan(scan, seq.n_tokens, h0, h1);
-      return;
-    }
     mamba2_scan(scan, span.lead, h0, h1);
     mamba2_chunked_scan(scan.from(span.lead), span.chunks, h0, h1);
     mamba2_scan(scan.from(end), seq.n_tokens - end, h0, h1);

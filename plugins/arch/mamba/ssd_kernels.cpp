@@ -12,7 +12,6 @@
 // Every exponent is <= 0 (cum falls along the chunk), so nothing overflows.
 // The products are Eigen's, on this level's instructions; C·Bᵀ is computed
 // once per group for the heads of the slice that share it.
-#include <algorithm>
 #include <cstdint>
 
 #include "ssm_kernels.hpp"
@@ -71,11 +70,10 @@ void mamba2_chunked_scan_kernel(const Mamba2Scan& s, int64_t n_chunks, int64_t h
         w.cb.noalias() = c * b.transpose();
         group_done = g;
       }
-      // The time steps exactly as the scan computes them (clamped softplus),
-      // and their running sums of dt A.
+      // The time steps as the scan computes them, and their running sums of dt A.
       float running = 0.0f;
       for (int64_t t = 0; t < Q; ++t) {
-        dt[t] = std::min(std::max(softplus(s.dt_raw.row(t0 + t)[h] + s.dt_bias[h]), s.dt_min), s.dt_max);
+        dt[t] = s.time_step(t0 + t, h);
         running += dt[t] * s.a[h];
         cum[t] = running;
       }

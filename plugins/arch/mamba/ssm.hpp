@@ -9,6 +9,7 @@
 // the state its sequence had before it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -109,6 +110,11 @@ struct Mamba2Scan {
   float* state = nullptr;
   MutableRows y;
   int64_t n_head = 0, head_dim = 0, n_group = 1, d_state = 0;
+  // Head h's time step at token t. No std::clamp: it asserts low <= high;
+  // NaN passes through min and max.
+  float time_step(int64_t t, int64_t h) const {
+    return std::min(std::max(softplus(dt_raw.row(t)[h] + dt_bias[h]), dt_min), dt_max);
+  }
   // The same scan, its token rows starting t tokens later.
   Mamba2Scan from(int64_t t) const {
     Mamba2Scan later = *this;

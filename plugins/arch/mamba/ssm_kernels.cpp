@@ -78,8 +78,7 @@ void mamba2_scan_kernel(const Mamba2Scan& s, int64_t n, int64_t h0, int64_t h1) 
     const int64_t g = h / heads_per_group;
     float* state = s.state + h * P * N;  // [P, N]
     for (int64_t t = 0; t < n; ++t) {
-      // No std::clamp: it asserts low <= high; NaN passes through min and max.
-      const float dt = std::min(std::max(softplus(s.dt_raw.row(t)[h] + s.dt_bias[h]), s.dt_min), s.dt_max);
+      const float dt = s.time_step(t, h);
       const float decay = exp_nonpositive(dt * s.a[h]);
       const float* x = s.x.row(t) + h * P;
       const float* b = s.b.row(t) + g * N;
