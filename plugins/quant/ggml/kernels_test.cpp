@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <vector>
 
 #include "dequantize_fast.hpp"
@@ -227,6 +226,32 @@ TEST_P(KernelLevel, BlockDotsWithFloatActivationsEqualDequantizeThenDot) {
   }
 }
 
+// Every tile shape up to max_w x max_x of `tile` over rows w [max_w,
+// w_stride] and x [max_x, x_stride] gives each pair dot(w row, x row) to the
+// bit, and writes nothing outside its nw x nx block of y.
+template <typename Element, typename Tile>
+void expect_tiles_equal_dots(const char* name, Tile tile, FloatDotFn dot, const Element* w, size_t w_stride,
+                             const float* x, size_t x_stride, int max_w, int max_x, int64_t n) {
+  const size_t y_stride = static_cast<size_t>(max_w) + 3;
+  for (int nw = 1; nw <= max_w; ++nw) {
+    for (int nx = 1; nx <= max_x; ++nx) {
+      std::vector<float> y(static_cast<size_t>(max_x) * y_stride, -7.0f);
+      tile(w, w_stride, nw, x, x_stride, nx, n, y.data(), y_stride);
+      for (int xi = 0; xi < max_x; ++xi) {
+        for (size_t wi = 0; wi < y_stride; ++wi) {
+          const float got = y[xi * y_stride + wi];
+          if (xi < nx && static_cast<int>(wi) < nw) {
+            EXPECT_EQ(got, dot(w + wi * w_stride, x + xi * x_stride, n))
+                << name << " n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
+          } else {
+            EXPECT_EQ(got, -7.0f) << name << " wrote outside the tile " << nw << "x" << nx;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every tile shape of f32_tile gives each pair the bits of the level's f32
 // dot, and writes nothing outside its nw x nx block of y.
 TEST_P(KernelLevel, FloatTilesEqualTheFloatDotPerPair) {
@@ -237,24 +262,8 @@ TEST_P(KernelLevel, FloatTilesEqualTheFloatDotPerPair) {
     const size_t w_stride = static_cast<size_t>(n) + 32, x_stride = static_cast<size_t>(n) + 64;  // padded rows
     const auto w = random_floats(kMaxFloatTileW * w_stride, static_cast<uint32_t>(n), 1.0f);
     const auto x = random_floats(kMaxFloatTileX * x_stride, static_cast<uint32_t>(n + 3), 2.0f);
-    constexpr size_t kYStride = kMaxFloatTileW + 3;
-    for (int nw = 1; nw <= kMaxFloatTileW; ++nw) {
-      for (int nx = 1; nx <= kMaxFloatTileX; ++nx) {
-        std::vector<float> y(kMaxFloatTileX * kYStride, -7.0f);
-        k.f32_tile(w.data(), w_stride, nw, x.data(), x_stride, nx, n, y.data(), kYStride);
-        for (int xi = 0; xi < kMaxFloatTileX; ++xi) {
-          for (size_t wi = 0; wi < kYStride; ++wi) {
-            const float got = y[xi * kYStride + wi];
-            if (xi < nx && static_cast<int>(wi) < nw) {
-              EXPECT_EQ(got, k.f32(w.data() + wi * w_stride, x.data() + xi * x_stride, n))
-                  << "n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
-            } else {
-              EXPECT_EQ(got, -7.0f) << "wrote outside the tile " << nw << "x" << nx;
-            }
-          }
-        }
-      }
-    }
+    expect_tiles_equal_dots("f32", k.f32_tile, k.f32, w.data(), w_stride, x.data(), x_stride, kMaxFloatTileW,
+                            kMaxFloatTileX, n);
   }
 }
 
@@ -277,27 +286,10 @@ TEST_P(KernelLevel, HalfTilesEqualTheHalfDotPerPair) {
       bf[i] = f32_to_bf16(values[i]);
     }
     const auto x = random_floats(kMaxHalfTileX * x_stride, static_cast<uint32_t>(n + 3), 2.0f);
-    constexpr size_t kYStride = kMaxHalfTileW + 3;
-    for (const auto& [name, w, tile, dot] : {std::tuple{"f16", &h, k.f16_tile, k.f16},
-                                             std::tuple{"bf16", &bf, k.bf16_tile, k.bf16}}) {
-      for (int nw = 1; nw <= kMaxHalfTileW; ++nw) {
-        for (int nx = 1; nx <= kMaxHalfTileX; ++nx) {
-          std::vector<float> y(kMaxHalfTileX * kYStride, -7.0f);
-          tile(w->data(), w_stride, nw, x.data(), x_stride, nx, n, y.data(), kYStride);
-          for (int xi = 0; xi < kMaxHalfTileX; ++xi) {
-            for (size_t wi = 0; wi < kYStride; ++wi) {
-              const float got = y[xi * kYStride + wi];
-              if (xi < nx && static_cast<int>(wi) < nw) {
-                EXPECT_EQ(got, dot(w->data() + wi * w_stride, x.data() + xi * x_stride, n))
-                    << name << " n=" << n << " tile " << nw << "x" << nx << " pair " << wi << "," << xi;
-              } else {
-                EXPECT_EQ(got, -7.0f) << name << " wrote outside the tile " << nw << "x" << nx;
-              }
-            }
-          }
-        }
-      }
-    }
+    expect_tiles_equal_dots("f16", k.f16_tile, k.f16, h.data(), w_stride, x.data(), x_stride, kMaxHalfTileW,
+                            kMaxHalfTileX, n);
+    expect_tiles_equal_dots("bf16", k.bf16_tile, k.bf16, bf.data(), w_stride, x.data(), x_stride, kMaxHalfTileW,
+                            kMaxHalfTileX, n);
   }
 }
 

@@ -320,22 +320,32 @@ std::vector<int> extreme_q6_scales(DType type) {
   return type == DType::q6_k ? std::vector<int>{127, -128} : std::vector<int>{0};
 }
 
+// Every extreme case of `type` over 3 super-blocks, `rows` weight rows and
+// nx activation rows: run(c, y) writes the kernel's [nx, rows] output for
+// case c into y, and every output must be the case's exact sum.
+template <class Run>
+void expect_extremes_sum_exactly(const KernelTable& k, DType type, int rows, int nx, Run run) {
+  constexpr int64_t nb = 3;
+  for (int q6_scale : extreme_q6_scales(type)) {
+    for (int8_t q : {int8_t{-128}, int8_t{127}}) {
+      const ExtremeCase c = extreme_case(type, rows, nx, nb, q6_scale, q);
+      std::vector<float> y(static_cast<size_t>(nx * rows));
+      run(c, nb, y.data());
+      for (float v : y)
+        EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
+    }
+  }
+}
+
 // The 16-bit run sums of the group kernels reach their bounds
 // (kquant_groups_avx2.cpp), and any that wrapped would show at once.
 TEST_P(KQuantLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
-  constexpr int64_t nb = 3;
   for (DType type : kKQuants) {
-    for (int q6_scale : extreme_q6_scales(type)) {
-      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-        const ExtremeCase c = extreme_case(type, kRepackRows, kMaxRepackX, nb, q6_scale, q);
-        std::vector<float> y(kMaxRepackX * kRepackRows);
-        kquant_group_kernel(k, type)(c.packed.data(), nb, c.x.data(), nb, kMaxRepackX, y.data(), kRepackRows);
-        for (float v : y)
-          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
-      }
-    }
+    expect_extremes_sum_exactly(k, type, kRepackRows, kMaxRepackX, [&](const ExtremeCase& c, int64_t nb, float* y) {
+      kquant_group_kernel(k, type)(c.packed.data(), nb, c.x.data(), nb, kMaxRepackX, y, kRepackRows);
+    });
   }
 }
 
@@ -392,21 +402,14 @@ TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
 TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
-  constexpr int64_t nb = 3;
   for (DType type : kPanelKQuants) {
     if (panel_of(k, type) == nullptr) {
       ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
     }
-    for (int q6_scale : extreme_q6_scales(type)) {
-      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-        const ExtremeCase c = extreme_case(type, kPanelRows, kPanelTileX, nb, q6_scale, q);
-        std::vector<float> y(kPanelTileX * kPanelRows);
-        panel_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kPanelTileX, y.data(), kPanelRows);
-        for (float v : y)
-          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
-      }
-    }
+    expect_extremes_sum_exactly(k, type, kPanelRows, kPanelTileX, [&](const ExtremeCase& c, int64_t nb, float* y) {
+      panel_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kPanelTileX, y, kPanelRows);
+    });
   }
 }
 
@@ -448,19 +451,13 @@ TEST_P(KQuantLevel, PairsMatchTheScalarGroups) {
 TEST_P(KQuantLevel, PairsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
-  constexpr int64_t nb = 3;
   int compared = 0;
   for (DType type : kKQuants) {
     if (kquant_pair_kernel(k, type) == nullptr) continue;
-    for (int q6_scale : extreme_q6_scales(type)) {
-      for (int8_t q : {int8_t{-128}, int8_t{127}}) {
-        const ExtremeCase c = extreme_case(type, kPanelRows, kMaxRepackX, nb, q6_scale, q);
-        std::vector<float> y(kMaxRepackX * kPanelRows);
-        kquant_pair_kernel(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kMaxRepackX, y.data(), kPanelRows);
-        for (float v : y)
-          EXPECT_EQ(v, c.want) << k.name << " " << dtype_name(type) << " q=" << int(q) << " Q6_K scale " << q6_scale;
-      }
-    }
+    expect_extremes_sum_exactly(k, type, kPanelRows, kMaxRepackX, [&](const ExtremeCase& c, int64_t nb, float* y) {
+      kquant_pair_kernel(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kMaxRepackX, y,
+                                  kPanelRows);
+    });
     ++compared;
   }
   if (compared == 0) GTEST_SKIP() << k.name << " has no K-quant pair kernels (AVX-512 VNNI's)";
