@@ -10,11 +10,14 @@
 #
 # Environment:
 #   MODEL          input GGUF (models/SmolLM2-135M-Instruct.Q4_1.gguf)
-#   FORMAT         q4_0, q4_1, q5_0, q5_1, q8_0, q4_k or q5_k (q4_0)
+#   FORMAT         q4_0, q4_1, q5_0, q5_1, q8_0, q4_k or q5_k (q4_0); gptq:
+#                  GPTQ checkpoint groups, a Tessera file llama.cpp does not
+#                  run (scored by Tessera alone), shaped by FORMAT_FLAGS
+#   FORMAT_FLAGS   extra flags for every Tessera method ("--bits 3 --group-size 128")
 #   LLAMA_TYPE     the type llama-quantize writes (FORMAT in capitals; for
 #                  q4_k/q5_k Q4_K_S/Q5_K_S, the recipes that put the K type
 #                  wherever it fits, as Tessera does: Q4_K alone means Q4_K_M,
-#                  which mixes in Q6_K)
+#                  which mixes in Q6_K); none: no llama-quantize rows
 #   METHODS        Tessera's methods, space-separated ("rtn gptq awq")
 #   GPTQ_FLAGS     extra flags for GPTQ ("--act-order")
 #   INT8_FLAGS     extra flags for int8, INT8 W8A8 ("--smooth auto"); its file
@@ -39,6 +42,7 @@ format=${FORMAT:-q4_0}
 read -r -a methods <<< "${METHODS:-rtn gptq awq}"
 read -r -a gptq_flags <<< "${GPTQ_FLAGS:---act-order}"
 read -r -a int8_flags <<< "${INT8_FLAGS:---smooth auto}"
+read -r -a format_flags <<< "${FORMAT_FLAGS:-}"
 calibration=${CALIBRATION:-.cache/eval/kjv.txt}
 samples=${SAMPLES:-8}
 sample_tokens=${SAMPLE_TOKENS:-512}
@@ -76,7 +80,8 @@ for method in "${methods[@]}"; do
     file="$out/$name.tessera-int8.gguf"
     tessera_only+=("$file")
   else
-    flags+=(--format "$format")
+    flags+=(--format "$format" "${format_flags[@]}")
+    [[ $format == gptq ]] && tessera_only+=("$file")
   fi
   echo "tessera quantize --method $method ${flags[*]}"
   start=$SECONDS
@@ -91,6 +96,7 @@ case $format in
   *) default_type=${format^^} ;;
 esac
 type=${LLAMA_TYPE:-$default_type}
+if [[ $type != none ]]; then
 file="$out/$name.llama-quantize.$format.gguf"
 echo "llama-quantize --allow-requantize $type"
 start=$SECONDS
@@ -107,6 +113,7 @@ file="$out/$name.llama-quantize-imatrix.$format.gguf"
 "$llama/llama-quantize" --allow-requantize --imatrix "$imatrix" "$model" "$file" "$type" "$threads" \
   > "$out/llama-quantize-imatrix.log" 2>&1
 record "llama-quantize + imatrix" "$file" "$((SECONDS - start))"
+fi
 
 files=()
 [[ $score_input == 1 ]] && files+=("$model")

@@ -15,6 +15,10 @@
 #   q4_k  Tessera rtn, gptq (act-order), awq  against llama-quantize Q4_K_M
 #   q3_k  Tessera rtn, gptq (act-order), awq  against llama-quantize Q3_K_S
 #   q8_0  Tessera int8 (W8A8)                 against llama-quantize Q8_0
+#   g128_4, g128_3  Tessera rtn, gptq (act-order), awq into GPTQ checkpoint
+#         groups of 128 columns (--format gptq, 4 / 3 bits, asymmetric), a
+#         Tessera file llama.cpp does not run: scored by Tessera alone, no
+#         llama-quantize rows (compare with q4_0 / q3_k's)
 # llama-quantize runs without and with one importance matrix (llama-imatrix
 # on the calibration windows Tessera calibrates on), made once.
 #
@@ -27,7 +31,7 @@ cd "$(dirname "$0")/.."
 
 source_model=${SOURCE_MODEL:-models/qwen2.5-coder-0.5b-instruct-q5_0.gguf}
 reference=${REFERENCE:-.cache/models/qwen2.5-coder-0.5b-instruct.f16.gguf}
-read -r -a formats <<< "${FORMATS:-q4_0 q4_k q3_k q8_0}"
+read -r -a formats <<< "${FORMATS:-q4_0 q4_k q3_k q8_0 g128_4 g128_3}"
 llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
 out=${OUT:-.cache/bench/quantize-table-$(date +%Y%m%d-%H%M%S)}
 export SAMPLES=${SAMPLES:-32} CHUNKS=${CHUNKS:-20}
@@ -48,10 +52,16 @@ for format in "${formats[@]}"; do
     q4_k) methods="rtn gptq awq" llama_type=Q4_K_M ;;
     q3_k) methods="rtn gptq awq" llama_type=Q3_K_S ;;
     q8_0) methods="int8" llama_type=Q8_0 ;;
+    g128_4 | g128_3) methods="rtn gptq awq" llama_type=none ;;
     *) echo "error: no rows for format $format" >&2; exit 2 ;;
   esac
+  tessera_format=$format format_flags=""
+  if [[ $format == g128_* ]]; then
+    tessera_format=gptq format_flags="--bits ${format#g128_} --group-size 128 --asym"
+  fi
   echo "== $format: Tessera $methods; llama-quantize $llama_type"
-  MODEL=$reference FORMAT=$format METHODS=$methods LLAMA_TYPE=$llama_type OUT="$out/$format" \
+  MODEL=$reference FORMAT=$tessera_format FORMAT_FLAGS=$format_flags METHODS=$methods LLAMA_TYPE=$llama_type \
+    OUT="$out/$format" \
     IMATRIX="$out/imatrix.dat" SCORE_INPUT=$first bash bench/quantize_quality.sh \
     > "$out/$format.log" 2>&1 || status=$?
   sed -n '/^| file/,/^$/p' "$out/$format.log"

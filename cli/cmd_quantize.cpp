@@ -1,4 +1,4 @@
-// tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F | --bits N --sym/--asym] [--group-size N]
+// tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F|gptq | --bits N --sym/--asym] [--group-size N]
 //   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
@@ -16,6 +16,7 @@
 #include "engine/quantize_model.hpp"
 #include "io/read_file.hpp"
 #include "plugin/registry.hpp"
+#include "tessera/quantizer.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -143,9 +144,11 @@ int cmd_quantize(int argc, char** argv) {
       "method", "rtn, gptq, awq or int8 (INT8 W8A8: int8 weights with a scale per row, int8 activations per token)", cxxopts::value<std::string>()->default_value("rtn"))(
       "format", "q4_0, q4_1, q5_0, q5_1, q8_0, q3_k, q4_k, q5_k or q6_k (default: from --bits and --sym/--asym; K formats: weights whose "
       "rows are not whole 256-column super-blocks go into q5_0/q5_1/q8_0 as llama-quantize does, q3_k into q4_0); int8 writes its "
-      "own (i8)",
-      cxxopts::value<std::string>())("bits", "bits per weight value (3, 4, 5, 6 or 8; default 4)", cxxopts::value<int>())(
-      "group-size", "input columns sharing a scale (GGUF's block formats: 32, q3_k/q6_k 16; -1: a whole row)",
+      "own (i8); gptq: GPTQ checkpoint groups of 2, 3, 4 or 8 bits (--bits) in groups of --group-size columns (default 128), "
+      "a Tessera GGUF llama.cpp does not run (docs/quantization.md)",
+      cxxopts::value<std::string>())("bits", "bits per weight value (3, 4, 5, 6 or 8; gptq 2, 3, 4 or 8; default 4)", cxxopts::value<int>())(
+      "group-size", "input columns sharing a scale (GGUF's block formats: 32, q3_k/q6_k 16; gptq: a multiple of 32, "
+      "default 128; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
       "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
       "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value("0.01"))(
@@ -209,6 +212,8 @@ int cmd_quantize(int argc, char** argv) {
   } else if (args.count("format")) {
     format = args["format"].as<std::string>();
     implied_by(format, &spec.bits, &spec.symmetric);
+    // GPTQ checkpoints' groups are 128 wide unless asked otherwise, as GPTQ's packers default to.
+    if (format == kGptqFormat && !args.count("group-size")) spec.group_size = 128;
   }
   if (args.count("bits")) spec.bits = args["bits"].as<int>();
   if (args.count("sym")) spec.symmetric = true;
@@ -222,8 +227,12 @@ int cmd_quantize(int argc, char** argv) {
   }
   // Q3_K's and Q6_K's scales are per 16 columns (sub-blocks of 16 under one f16 scale).
   if (const auto shape = block_format_shape(format); shape && !args.count("group-size")) spec.group_size = shape->group_size;
-  if (spec.method != "int8") spec.format = "ggml." + format;
-  const std::string written = spec.method == "int8" ? "i8" : format;
+  if (spec.method != "int8") spec.format = format == kGptqFormat ? format : "ggml." + format;
+  // The embedding and head of a gptq file are rounded as those of the
+  // nearest block format's file would be.
+  const std::string written = spec.method == "int8"       ? "i8"
+                              : format == kGptqFormat ? (spec.bits == 8 ? "q8_0" : "q4_0")
+                                                          : format;
   job.embedding_format = default_embedding_format(written);
   job.head_format = default_head_format(written);
   for (const auto& [flag, target] : {std::pair{"token-embedding-type", &job.embedding_format},

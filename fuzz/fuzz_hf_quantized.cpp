@@ -23,6 +23,8 @@ nlohmann::json config_for(uint8_t choice) {
       {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32}, {"desc_act", true}, {"checkpoint_format", "gptq"}},
       {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", -1}, {"checkpoint_format", "gptq_v2"}},
       {{"quant_method", "gptq"}, {"bits", 8}, {"group_size", 64}},
+      {{"quant_method", "gptq"}, {"bits", 3}, {"group_size", 128}, {"checkpoint_format", "gptq_v2"}},
+      {{"quant_method", "gptq"}, {"bits", 2}, {"group_size", 32}},
       {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"version", "gemm"}},
       {{"quant_method", "awq"}, {"w_bit", 4}, {"q_group_size", 128}, {"zero_point", true}},
   };
@@ -52,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.name == name) return &t;
     return nullptr;
   };
-  auto repacked = repack_hf_quantized(config_for(data[0]), tensors, find, "fuzz");
+  auto repacked = repack_hf_quantized(config_for(data[0]), tensors, find, "fuzz", "fuzz/config.json");
   if (!repacked.ok()) return 0;
   for (const auto& w : repacked->weights) {
     const auto info = dtype_info(w.dtype);

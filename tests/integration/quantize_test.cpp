@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_builder.hpp"
 #include "engine/perplexity.hpp"
 #include "engine/quantize_model.hpp"
 #include "model/gguf.hpp"
@@ -141,6 +142,66 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   ASSERT_TRUE(written.ok());
   EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.method").value_or(""), "gptq");
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
+}
+
+// --format gptq: groups GGUF's block types cannot hold (3 bits, 128 columns
+// a group; the default model's 576-wide rows end in a group of 64) are
+// written as GPTQ checkpoint tensors, which load back as blocks holding what
+// the quantizer chose: each loaded weight is as far from the input's as the
+// report says the quantizer's was (RTN: ||W − Q||² / ||W||²), and the file
+// runs. Symmetric groups load as Q4_1 (−s·z = −4s is an f16), asymmetric
+// ones as Q5_0 where some −s·z is not.
+TEST(Quantize, GptqCheckpointGroupsLoadAsTheWeightsTheQuantizerChose) {
+  SKIP_WITHOUT_MODEL();
+  auto input = open_model(kModel.string());
+  ASSERT_TRUE(input.ok());
+  std::vector<std::shared_ptr<Quantizer>> quantizers;
+  ASSERT_NO_FATAL_FAILURE(make_quantizers(test_registry(), quantizers));
+  CoreModelBuilder input_weights(**input, quantizers, /*make_attention=*/{});
+  for (const bool symmetric : {true, false}) {
+    const fs::path out = scratch(symmetric ? "gptq_3bit_sym.gguf" : "gptq_3bit_asym.gguf");
+    QuantizeJob job = job_for(out.string(), "rtn", "", symmetric);
+    job.spec.format = "gptq";
+    job.spec.bits = 3;
+    job.spec.group_size = 128;
+    auto report = quantize_model(job, test_registry());
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    ASSERT_EQ(report->weights.size(), 30u * 7u);
+    // 3 bits a value; an f16 scale and a 3-bit zero per group of 128 (64 at a row's end).
+    EXPECT_GT(report->bits_per_weight(), 3.0 + 19.0 / 128);
+    EXPECT_LT(report->bits_per_weight(), 3.0 + 19.0 / 64);
+
+    auto written = open_model(out.string());
+    ASSERT_TRUE(written.ok()) << written.status().message();
+    const GgufFile& meta = *(*written)->gguf();
+    EXPECT_FALSE(meta.get_int("general.file_type").has_value()) << "llama.cpp has no file type for it";
+    EXPECT_NE(meta.get_string("tessera.quantization_config").value_or("").find("\"bits\":3"), std::string::npos);
+    EXPECT_NE((*written)->repacked_from().find("gptq 3-bit, group size 128"), std::string::npos)
+        << (*written)->repacked_from();
+    CoreModelBuilder loaded(**written, quantizers, /*make_attention=*/{});
+    for (const auto& w : report->weights) {
+      const std::string base = w.name.substr(0, w.name.size() - std::string(".weight").size());
+      for (const char* part : {".qweight", ".qzeros", ".scales"})
+        EXPECT_NE(meta.find_tensor(base + part), nullptr) << base << part;
+      EXPECT_EQ(meta.find_tensor(w.name), nullptr) << w.name << ": the packed tensors stand in for it";
+      const TensorRef* weight = (*written)->find(w.name);
+      ASSERT_NE(weight, nullptr) << w.name;
+      if (symmetric) EXPECT_EQ(weight->dtype, DType::q4_1) << w.name;
+      EXPECT_EQ(dtype_name(weight->dtype), w.written_type) << w.name;
+      std::vector<float> original(static_cast<size_t>(w.rows * w.cols)), got(original.size());
+      ASSERT_TRUE(input_weights.dequantize(*(*input)->find(w.name), original.data()).ok());
+      ASSERT_TRUE(loaded.dequantize(*weight, got.data()).ok());
+      double lost = 0, energy = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        lost += (static_cast<double>(original[i]) - got[i]) * (static_cast<double>(original[i]) - got[i]);
+        energy += static_cast<double>(original[i]) * original[i];
+      }
+      // The report sums in float (2e-5 apart); one group of the thousands
+      // loaded wrong would move the error by 3e-4 of itself or more.
+      EXPECT_NEAR(lost / energy, w.relative_error, 1e-4 * w.relative_error) << w.name;
+    }
+    EXPECT_FALSE(greedy_text(out).empty());
+  }
 }
 
 // Calibrating over each layer's stored inputs (Model ABI 3.6: layer l's pass

@@ -63,7 +63,14 @@ struct QuantizedWeight {
 
 #if TESSERA_ABI_MINOR >= 4
 // A tensor a format stores beside its weight (ABI 3.4): INT8 W8A8's per-row
-// scales, "_scale" [out_features] f32.
+// scales, "_scale" [out_features] f32. The format kGptqFormat is the one
+// whose parts stand in for the weight: a Hugging Face GPTQ checkpoint's
+// packed tensors (".qweight", ".qzeros", ".scales"), written under the
+// weight's name less ".weight" plus the suffix, as such checkpoints name
+// them; the QuantizedWeight's blocks are what they load as (the core's
+// loader repacks them into those blocks) and run while calibrating.
+inline constexpr std::string_view kGptqFormat = "gptq";
+
 struct QuantizedPart {
   std::string suffix;           // appended to the weight's name
   DType dtype = DType::f32;

@@ -26,6 +26,7 @@
 #include "io/output_path.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
+#include "model/hf_quantized.hpp"
 #include "model/model_file.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -77,6 +78,13 @@ std::optional<DType> written_type(const std::map<std::string, QuantizedWeight>& 
         weight.dtype == DType::q6_k)
       return weight.dtype;
   return done.begin()->second.dtype;
+}
+
+// "blk.0.attn_q.weight" -> "blk.0.attn_q": the name a GPTQ checkpoint's
+// packed tensors extend.
+std::string checkpoint_base(const std::string& weight) {
+  constexpr std::string_view kWeight = ".weight";
+  return weight.ends_with(kWeight) ? weight.substr(0, weight.size() - kWeight.size()) : weight;
 }
 
 // One weight the job quantizes, with the Linear standing in for it.
@@ -300,8 +308,9 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
   // general.file_type names llama.cpp's file types; a format it has none for
   // (INT8 W8A8) drops the input's rather than keep a false one.
+  const bool checkpoint_tensors = job.spec.format == kGptqFormat;
   const std::optional<DType> type = written_type(done);
-  const std::optional<uint32_t> file_type = type ? llama_file_type(*type) : std::nullopt;
+  const std::optional<uint32_t> file_type = type && !checkpoint_tensors ? llama_file_type(*type) : std::nullopt;
   for (const auto& [key, value] : input.metadata()) {
     if (key == "general.file_type" && type && !file_type) continue;
     writer.set(key, value);
@@ -323,18 +332,30 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
       report.tensor_bytes += t.nbytes;
       TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, t.dtype, t.dims, {t.data, t.nbytes}));
     } else {
-      report.tensor_bytes += it->second.data.size();
-      TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, it->second.dtype, t.dims, it->second.data));
+      // GPTQ checkpoint tensors replace the weight, named as such checkpoints name them.
+      const std::string part_base = checkpoint_tensors ? checkpoint_base(t.name) : t.name;
+      if (!checkpoint_tensors) {
+        report.tensor_bytes += it->second.data.size();
+        TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name, it->second.dtype, t.dims, it->second.data));
+      }
       if (const auto p = parts.find(t.name); p != parts.end()) {
         for (const QuantizedPart& part : p->second) {
           std::vector<uint64_t> dims(part.shape.rbegin(), part.shape.rend());  // GGUF: innermost first
           report.tensor_bytes += part.data.size();
-          TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(t.name + part.suffix, part.dtype, std::move(dims), part.data));
+          TESSERA_RETURN_IF_ERROR(writer.add_tensor_view(part_base + part.suffix, part.dtype, std::move(dims), part.data));
         }
       }
     }
   }
   if (file_type) writer.set_u32("general.file_type", *file_type);
+  if (checkpoint_tensors) {
+    // What the loader reads back (model/hf_quantized.hpp), as config.json's
+    // quantization_config says it in a Hugging Face folder.
+    const nlohmann::json config = {{"quant_method", "gptq"},        {"bits", job.spec.bits},
+                                   {"group_size", job.spec.group_size}, {"sym", job.spec.symmetric},
+                                   {"desc_act", false},            {"checkpoint_format", "gptq_v2"}};
+    writer.set_string(std::string(kGgufQuantizationConfigKey), config.dump());
+  }
   writer.set_string("tessera.quantize.method", job.spec.method);
   writer.set_string("tessera.quantize.format", job.spec.format);
   if (job.spec.method == "gptq") {
@@ -651,6 +672,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   report.layer_by_layer = layered;
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
+  const bool writes_checkpoint_tensors = job.spec.format == kGptqFormat;
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
   std::map<std::string, std::vector<float>> rewritten;  // AWQ's norms and biases, f32; node-stable too
   std::map<std::string, std::vector<QuantizedPart>> parts;  // beside each weight (INT8's scales); node-stable
@@ -738,13 +760,17 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
           report.quantized_bytes += part.data.size();
           views.push_back(part_view(w.name, part));
         }
-        for (const TensorRef& view : views) kept_parts.push_back(&view);
+        // GPTQ checkpoint tensors stand in for the weight in the file; the
+        // blocks run alone.
+        if (!writes_checkpoint_tensors) for (const TensorRef& view : views) kept_parts.push_back(&view);
       }
+      if (writes_checkpoint_tensors && parts[w.name].empty())
+        return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
       report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
                                 w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
                                 t->linear->observed_rows()});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
-      report.quantized_bytes += kept.data.size();
+      if (!writes_checkpoint_tensors) report.quantized_bytes += kept.data.size();
 
       const TensorRef stored = quantized_view(w, kept);
       std::optional<TensorRef> rescaled_bias;

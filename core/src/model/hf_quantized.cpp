@@ -43,14 +43,14 @@ std::string string_field(const json& q, std::initializer_list<const char*> keys,
   return fallback;
 }
 
-Result<Settings> read_settings(const json& config, const std::string& source) {
+Result<Settings> read_settings(const json& config, const std::string& config_source) {
   Settings s;
   auto qc = config.find("quantization_config");
   if (qc == config.end() || !qc->is_object()) return s;
   std::string method = string_field(*qc, {"quant_method"}, "");
   std::transform(method.begin(), method.end(), method.begin(), [](unsigned char c) { return std::tolower(c); });
   if (method != "gptq" && method != "awq") return s;
-  const std::string where = source + "/config.json: quantization_config";
+  const std::string where = config_source + ": quantization_config";
   const auto bits = int_field(*qc, {"bits", "w_bit"});
   const auto group = int_field(*qc, {"group_size", "q_group_size"});
   if (!bits) return CorruptData(where + " has no integer 'bits'");
@@ -59,8 +59,8 @@ Result<Settings> read_settings(const json& config, const std::string& source) {
   s.bits = static_cast<int32_t>(std::clamp<int64_t>(*bits, 0, 64));  // out of range: refused below by its value
   s.group_size = static_cast<int32_t>(std::clamp<int64_t>(*group, -2, 1 << 30));
   if (method == "gptq") {
-    if (s.bits != 4 && s.bits != 8)
-      return Unsupported(fmt::format("{}: {}-bit GPTQ is not supported (4 and 8 bits are)", where, *bits));
+    if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8)
+      return Unsupported(fmt::format("{}: {}-bit GPTQ is not supported (2, 3, 4 and 8 bits are)", where, *bits));
     if (*bits != s.bits) return Unsupported(fmt::format("{}: 'bits' {} is not supported", where, *bits));
     const std::string format = string_field(*qc, {"checkpoint_format", "format"}, "gptq");
     if (format == "gptq") s.zero_offset = 1;
@@ -122,31 +122,34 @@ uint32_t word_at(const TensorRef& t, int64_t index) {
 
 // Readers of value q and zero z of any (output row, input column) of one
 // layer, one per packing; repack_blocks is instantiated for each, so the
-// per-weight reads inline. Bits are 4 or 8 (read_settings refuses others),
-// so a word's values per word (8 or 4) divide by shifts.
+// per-weight reads inline.
 
-// GPTQ: qweight [in / per_word, out], values of consecutive input columns in
-// one word, low bits first; qzeros [groups, out / per_word] the same way
-// along the outputs.
+// GPTQ: qweight [in·b/32, out], the values of consecutive input columns one
+// bit stream per output row (word k of it at row k), low bits first; qzeros
+// [groups, out·b/32], the zeros of consecutive outputs one stream per group.
+// With 2, 4 and 8 bits a value never crosses a word; with 3 it may.
 class GptqLayer {
  public:
   GptqLayer(const TensorRef& qweight, const TensorRef& qzeros, int32_t bits, int32_t zero_offset, int64_t out)
-      : qweight_(qweight), qzeros_(qzeros), bits_(bits), per_word_log2_(bits == 4 ? 3 : 2),
-        mask_((1u << bits) - 1), zero_offset_(zero_offset), out_(out) {}
-  int32_t value(int64_t out, int64_t in) const {
-    const uint32_t w = word_at(qweight_, (in >> per_word_log2_) * out_ + out);
-    return static_cast<int32_t>((w >> (bits_ * (in & per_word_mask()))) & mask_);
-  }
+      : qweight_(qweight), qzeros_(qzeros), bits_(bits), mask_((1u << bits) - 1), zero_offset_(zero_offset),
+        out_(out) {}
+  int32_t value(int64_t out, int64_t in) const { return read(qweight_, out, out_, in * bits_); }
   int32_t zero(int64_t group, int64_t out) const {
-    const uint32_t w = word_at(qzeros_, group * (out_ >> per_word_log2_) + (out >> per_word_log2_));
-    return static_cast<int32_t>((w >> (bits_ * (out & per_word_mask()))) & mask_) + zero_offset_;
+    return read(qzeros_, group * (out_ * bits_ / 32), 1, out * bits_) + zero_offset_;
   }
 
  private:
-  int64_t per_word_mask() const { return (int64_t{1} << per_word_log2_) - 1; }
+  // The value at bit `position` of the stream words t[first], t[first + stride], ...
+  int32_t read(const TensorRef& t, int64_t first, int64_t stride, int64_t position) const {
+    const int64_t word = position >> 5;
+    const int shift = static_cast<int>(position & 31);
+    uint64_t bits = word_at(t, first + word * stride) >> shift;
+    if (shift + bits_ > 32) bits |= static_cast<uint64_t>(word_at(t, first + (word + 1) * stride)) << (32 - shift);
+    return static_cast<int32_t>(bits & mask_);
+  }
   const TensorRef& qweight_;
   const TensorRef& qzeros_;
-  int32_t bits_, per_word_log2_;
+  int32_t bits_;
   uint32_t mask_;
   int32_t zero_offset_;
   int64_t out_;
@@ -268,32 +271,35 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
   if (qw.ndim != 2 || qz.ndim != 2 || sc.ndim != 2)
     return CorruptData(what + ": qweight, qzeros and scales must be 2-D");
 
-  const int64_t per_word = 32 / s.bits;
   constexpr int64_t kMaxFeatures = int64_t{1} << 24;
   // Bounded before any product: the reader accepts any dimension beside a 0.
   if (qw.shape[0] <= 0 || qw.shape[1] <= 0 || qw.shape[0] > kMaxFeatures || qw.shape[1] > kMaxFeatures)
     return CorruptData(fmt::format("{}: qweight {}x{} gives no sensible shape", what, qw.shape[0], qw.shape[1]));
   int64_t out = 0, in = 0;
+  // Words hold 32 / b values (3 bits: 32 values in 3 words).
   if (s.method == "gptq") {
-    in = qw.shape[0] * per_word;
+    in = qw.shape[0] * 32 / s.bits;
     out = qw.shape[1];
   } else {
     in = qw.shape[0];
-    out = qw.shape[1] * per_word;
+    out = qw.shape[1] * 32 / s.bits;
   }
   if (in > kMaxFeatures || out > kMaxFeatures)
     return CorruptData(fmt::format("{}: qweight {}x{} gives no sensible shape", what, qw.shape[0], qw.shape[1]));
+  if (s.method == "gptq" && qw.shape[0] * 32 % s.bits != 0)
+    return CorruptData(fmt::format("{}: qweight's {} words a row do not hold whole {}-bit values", what, qw.shape[0],
+                                   s.bits));
   if (in % kBlock != 0)
     return Unsupported(fmt::format("{}: {} input features are not a multiple of {}", what, in, kBlock));
-  if (out % per_word != 0)
+  if (out * s.bits % 32 != 0)
     return CorruptData(fmt::format("{}: {} output features do not fill whole 32-bit words of zeros", what, out));
   const int64_t groups = s.group_size == -1 ? 1 : (in + s.group_size - 1) / s.group_size;
   if (sc.shape[0] != groups || sc.shape[1] != out)
     return CorruptData(fmt::format("{}: scales are {}x{}, expected {}x{} ({} inputs in groups of {})", what,
                                    sc.shape[0], sc.shape[1], groups, out, in, s.group_size));
-  if (qz.shape[0] != groups || qz.shape[1] != out / per_word)
+  if (qz.shape[0] != groups || qz.shape[1] != out * s.bits / 32)
     return CorruptData(fmt::format("{}: qzeros are {}x{}, expected {}x{}", what, qz.shape[0], qz.shape[1], groups,
-                                   out / per_word));
+                                   out * s.bits / 32));
 
   // The blocks' d is an f16: a scale it cannot hold exactly (from a bf16 or
   // f32 tensor) would change the weights, so it is refused rather than rounded.
@@ -349,8 +355,8 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
 
 Result<RepackedCheckpoint> repack_all(const json& config, std::span<const TensorRef> tensors,
                                       const std::function<const TensorRef*(std::string_view)>& find,
-                                      const std::string& source) {
-  auto settings = read_settings(config, source);
+                                      const std::string& source, const std::string& config_source) {
+  auto settings = read_settings(config, config_source);
   if (!settings.ok()) return settings.status();
   RepackedCheckpoint out;
   if (settings->method.empty()) return out;
@@ -379,9 +385,10 @@ Result<RepackedCheckpoint> repack_all(const json& config, std::span<const Tensor
 
 Result<RepackedCheckpoint> repack_hf_quantized(const json& config, std::span<const TensorRef> tensors,
                                                const std::function<const TensorRef*(std::string_view)>& find,
-                                               const std::string& source) noexcept {
+                                               const std::string& source,
+                                               const std::string& config_source) noexcept {
   try {
-    return repack_all(config, tensors, find, source);
+    return repack_all(config, tensors, find, source, config_source);
   } catch (const std::bad_alloc&) {
     return OutOfMemory(source + ": out of memory while repacking the GPTQ/AWQ Linears");
   } catch (const std::exception& e) {

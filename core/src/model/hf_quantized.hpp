@@ -35,6 +35,15 @@
 //   AWQ GEMM (AutoAWQ, version "gemm"): qweight [in, out/8], qzeros [groups,
 //     out/8], both along the output with the nibbles of a word holding output
 //     columns 0, 2, 4, 6, 1, 3, 5, 7 of its eight; scales [groups, out]; z as stored.
+//   GPTQ at 2 and 3 bits: 16 values a word; 3-bit values run on across word
+//     boundaries (32 values in 3 words, value 10 in bits 30-31 of the first
+//     and bit 0 of the second), so in and out (for the zeros) are whole 32s.
+//     Repacked like 4 bits: Q4_1 or Q5_0 (q − z in [−8, 7] fits either).
+//
+// A GGUF file holds the same tensors (under its own names: blk.N.attn_q.qweight
+// for blk.N.attn_q.weight) when its metadata has kGgufQuantizationConfigKey,
+// a JSON string of what quantization_config would say (`tessera quantize
+// --format gptq` writes such files: groups GGUF's block types cannot hold).
 #pragma once
 
 #include <functional>
@@ -48,6 +57,8 @@
 #include "tessera/weights.hpp"
 
 namespace tessera {
+
+inline constexpr std::string_view kGgufQuantizationConfigKey = "tessera.quantization_config";
 
 struct RepackedLinearWeight {
   std::string name;                  // the Linear's weight name, X.weight
@@ -66,14 +77,17 @@ struct RepackedCheckpoint {
   std::vector<std::string> consumed;      // the packed tensors the weights replace
 };
 
-// `config`: the folder's config.json; `tensors`: every tensor of the folder;
-// `find`: by name. A config without quant_method "gptq"/"awq" gives an empty
-// result. Settings the repacking cannot represent (2 or 3 bits, asymmetric
-// 8-bit, groups that are not whole 32-column blocks, AWQ other than GEMM) are
-// unsupported; tensors whose shapes or types disagree with the config or each
-// other are corrupt_data; every message names the folder and the tensor.
+// `config`: the folder's config.json (for a GGUF file: {"quantization_config":
+// its key's JSON}); `tensors`: every tensor of the model; `find`: by name;
+// `config_source`: where the config was read, for messages. A config without
+// quant_method "gptq"/"awq" gives an empty result. Settings the repacking
+// cannot represent (asymmetric 8-bit, groups that are not whole 32-column
+// blocks, AWQ other than GEMM or 4-bit) are unsupported; tensors whose shapes
+// or types disagree with the config or each other are corrupt_data; every
+// message names the source and the tensor.
 Result<RepackedCheckpoint> repack_hf_quantized(const nlohmann::json& config, std::span<const TensorRef> tensors,
                                                const std::function<const TensorRef*(std::string_view)>& find,
-                                               const std::string& source) noexcept;
+                                               const std::string& source,
+                                               const std::string& config_source) noexcept;
 
 }  // namespace tessera

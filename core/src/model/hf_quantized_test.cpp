@@ -75,7 +75,8 @@ struct Checkpoint {
     return nullptr;
   }
   Result<RepackedCheckpoint> repack() const {
-    return repack_hf_quantized(config, tensors, [this](std::string_view n) { return find(n); }, "ckpt");
+    return repack_hf_quantized(config, tensors, [this](std::string_view n) { return find(n); }, "ckpt",
+                               "ckpt/config.json");
   }
 };
 
@@ -93,19 +94,50 @@ std::vector<std::byte> f16_scales(const Layer& l) {
   return bytes_of(h);
 }
 
+// Values packed into 32-bit words as AutoGPTQ's pack() does: 32/b a word for
+// 2, 4 and 8 bits; for 3 bits, 32 values in 3 words, spelled out as its
+// loop writes them (values 10 and 21 split across words).
+std::vector<uint32_t> gptq_words(const std::vector<int32_t>& v, int bits) {
+  std::vector<uint32_t> words;
+  if (bits != 3) {
+    const size_t per = 32 / bits;
+    words.assign(v.size() / per, 0);
+    for (size_t i = 0; i < v.size(); ++i) words[i / per] |= uint32_t(v[i]) << (bits * (i % per));
+    return words;
+  }
+  for (size_t i = 0; i < v.size(); i += 32) {
+    const auto x = [&](size_t k) { return uint32_t(v[i + k]); };
+    uint32_t w0 = 0, w1 = 0, w2 = 0;
+    for (size_t k = 0; k < 10; ++k) w0 |= x(k) << (3 * k);
+    w0 |= x(10) << 30;
+    w1 |= (x(10) >> 2) & 1;
+    for (size_t k = 0; k < 10; ++k) w1 |= x(11 + k) << (3 * k + 1);
+    w1 |= x(21) << 31;
+    w2 |= (x(21) >> 1) & 3;
+    for (size_t k = 0; k < 10; ++k) w2 |= x(22 + k) << (3 * k + 2);
+    words.insert(words.end(), {w0, w1, w2});
+  }
+  return words;
+}
+
 // GPTQ: qweight [in·b/32, out] along the input, qzeros [groups, out·b/32] along the output.
 void add_gptq(Checkpoint& ck, const std::string& base, const Layer& l, int zero_offset, bool with_g_idx) {
-  const int per = 32 / l.bits;
-  std::vector<uint32_t> qw(static_cast<size_t>(l.in / per * l.out), 0);
-  for (int64_t c = 0; c < l.in; ++c)
-    for (int64_t o = 0; o < l.out; ++o) qw[(c / per) * l.out + o] |= uint32_t(l.q[o][c]) << (l.bits * (c % per));
+  const int64_t words_in = l.in * l.bits / 32, words_out = l.out * l.bits / 32;
+  std::vector<uint32_t> qw(static_cast<size_t>(words_in * l.out), 0);
+  for (int64_t o = 0; o < l.out; ++o) {
+    const std::vector<uint32_t> row = gptq_words(l.q[o], l.bits);
+    for (int64_t k = 0; k < words_in; ++k) qw[k * l.out + o] = row[k];
+  }
   const int64_t groups = static_cast<int64_t>(l.z.size());
-  std::vector<uint32_t> qz(static_cast<size_t>(groups * l.out / per), 0);
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t o = 0; o < l.out; ++o)
-      qz[g * (l.out / per) + o / per] |= uint32_t(l.z[g][o] - zero_offset) << (l.bits * (o % per));
-  ck.add(base + ".qweight", DType::i32, {l.in / per, l.out}, bytes_of(qw));
-  ck.add(base + ".qzeros", DType::i32, {groups, l.out / per}, bytes_of(qz));
+  std::vector<uint32_t> qz;
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<int32_t> stored = l.z[g];
+    for (auto& z : stored) z -= zero_offset;
+    const std::vector<uint32_t> row = gptq_words(stored, l.bits);
+    qz.insert(qz.end(), row.begin(), row.end());
+  }
+  ck.add(base + ".qweight", DType::i32, {words_in, l.out}, bytes_of(qw));
+  ck.add(base + ".qzeros", DType::i32, {groups, words_out}, bytes_of(qz));
   ck.add(base + ".scales", DType::f16, {groups, l.out}, f16_scales(l));
   if (with_g_idx) ck.add(base + ".g_idx", DType::i32, {l.in}, bytes_of(l.group));
 }
@@ -255,6 +287,40 @@ TEST(HfQuantized, SymmetricEightBitGptqIsExactQ80) {
   expect_weights(r->weights[0], l);
 }
 
+// 3 bits (values across word boundaries) and 2 bits, v1 and v2, with and
+// without act-order: every weight exact, in Q4_1 (symmetric) or Q5_0.
+TEST(HfQuantized, TwoAndThreeBitGroupsGiveTheirWeightsExactly) {
+  for (const int bits : {2, 3})
+    for (const bool symmetric : {true, false})
+      for (const bool act_order : {false, true})
+        for (const int offset : {1, 0}) {
+          const std::string what = std::to_string(bits) + " bits" + (symmetric ? ", symmetric" : ", asymmetric") +
+                                   (act_order ? ", act-order" : "") + (offset == 1 ? ", v1" : ", v2");
+          Checkpoint ck;
+          ck.config = gptq_config(bits, 32, act_order, offset == 1 ? "gptq" : "gptq_v2");
+          const Layer l = random_layer(32, 128, bits, 32, act_order, symmetric, 20 + bits, offset);
+          add_gptq(ck, "w", l, offset, act_order);
+          auto r = ck.repack();
+          ASSERT_TRUE(r.ok()) << what << ": " << r.status().message();
+          if (symmetric) EXPECT_EQ(r->weights[0].dtype, DType::q4_1) << what;
+          expect_weights(r->weights[0], l);
+        }
+}
+
+// Zeros of 3-bit groups fill words only for whole 32s of output rows.
+TEST(HfQuantized, ThreeBitZerosOfPartialWordsAreCorrupt) {
+  Checkpoint ck;
+  ck.config = gptq_config(3, 32, false);
+  const Layer l = random_layer(32, 64, 3, 32, false, false, 12);
+  add_gptq(ck, "w", l, 1, false);
+  ck.tensors[0].shape[1] = 16;  // qweight says 16 outputs: their zeros are 1.5 words
+  ck.tensors[2].shape[1] = 16;
+  auto r = ck.repack();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::corrupt_data);
+  EXPECT_NE(r.status().message().find("whole 32-bit words"), std::string::npos) << r.status().message();
+}
+
 TEST(HfQuantized, AsymmetricEightBitIsRefused) {
   Checkpoint ck;
   ck.config = gptq_config(8, 32, false);
@@ -300,7 +366,7 @@ TEST(HfQuantized, RefusesWhatItCannotRepresentOrWhatDisagrees) {
   };
   const Layer l = random_layer(8, 64, 4, 32, false, false, 9);
   const std::vector<Case> cases = {
-      {"3 bits", gptq_config(3, 32, false), nullptr, StatusCode::unsupported, "3-bit"},
+      {"5 bits", gptq_config(5, 32, false), nullptr, StatusCode::unsupported, "5-bit"},
       {"groups of 16", gptq_config(4, 16, false), nullptr, StatusCode::unsupported, "group_size 16"},
       {"unknown format", gptq_config(4, 32, false, "marlin"), nullptr, StatusCode::unsupported, "marlin"},
       {"AWQ GEMV",

@@ -74,17 +74,17 @@ class ModelFileBuilder {
   // GPTQ/AWQ folders (model/hf_quantized.hpp): each packed Linear becomes one
   // block tensor under its weight name, owned by the ModelFile; the packed
   // tensors it replaces leave the store.
-  static Status repack_quantized_linears(ModelFile& m, const nlohmann::json& config) {
+  static Status repack_quantized_linears(ModelFile& m, const nlohmann::json& config, const std::string& config_source) {
     try {
-      return replace_packed_tensors(m, config);
+      return replace_packed_tensors(m, config, config_source);
     } catch (const std::bad_alloc&) {
       return OutOfMemory(m.source_ + ": out of memory while repacking the GPTQ/AWQ Linears");
     }
   }
 
-  static Status replace_packed_tensors(ModelFile& m, const nlohmann::json& config) {
+  static Status replace_packed_tensors(ModelFile& m, const nlohmann::json& config, const std::string& config_source) {
     auto repacked = repack_hf_quantized(
-        config, m.tensors_, [&m](std::string_view name) { return m.find(name); }, m.source_);
+        config, m.tensors_, [&m](std::string_view name) { return m.find(name); }, m.source_, config_source);
     if (!repacked.ok()) return repacked.status();
     if (repacked->method.empty()) return Status::Ok();
     const std::set<std::string, std::less<>> consumed(repacked->consumed.begin(), repacked->consumed.end());
@@ -128,6 +128,19 @@ class ModelFileBuilder {
     m->metadata_ = std::make_unique<GgufMetadata>(m->gguf_);
     m->tensors_.reserve(m->gguf_->tensors().size());
     for (const auto& t : m->gguf_->tensors()) TESSERA_RETURN_IF_ERROR(m->add(ref_from_gguf(t)));
+    // GPTQ groups GGUF's block types cannot hold (tessera quantize --format gptq).
+    if (const auto text = m->gguf_->get_string(std::string(kGgufQuantizationConfigKey))) {
+      const std::string where = fmt::format("{}: metadata '{}'", path, kGgufQuantizationConfigKey);
+      nlohmann::json config;
+      try {
+        config = {{"quantization_config", nlohmann::json::parse(*text)}};
+      } catch (const nlohmann::json::exception& e) {
+        return CorruptData(fmt::format("{} is not JSON: {}", where, e.what()));
+      }
+      if (!config["quantization_config"].is_object()) return CorruptData(where + " is not a JSON object");
+      TESSERA_RETURN_IF_ERROR(repack_quantized_linears(*m, config, where));
+      if (m->repacked_from_.empty()) return CorruptData(where + " names no GPTQ or AWQ quantization");
+    }
     return m;
   }
 
@@ -163,7 +176,7 @@ class ModelFileBuilder {
         TESSERA_RETURN_IF_ERROR(m->add(std::move(r)));
       }
     }
-    TESSERA_RETURN_IF_ERROR(repack_quantized_linears(*m, *config));
+    TESSERA_RETURN_IF_ERROR(repack_quantized_linears(*m, *config, config_path));
     std::error_code ec;
     if (fs::exists(root / "tokenizer.json", ec)) m->tokenizer_json_ = (root / "tokenizer.json").string();
     if (fs::exists(root / "tokenizer_config.json", ec))

@@ -175,6 +175,59 @@ TEST(ModelFileGguf, WhatEveryFileMustSayOrHoldIsChecked) {
   EXPECT_EQ(open_model(dir).status().code(), StatusCode::unavailable);
 }
 
+// A GGUF whose Linears are GPTQ checkpoint tensors (tessera quantize
+// --format gptq) loads them as blocks under the weight's name; a config
+// that is not JSON, not an object, names no GPTQ/AWQ, or whose tensors are
+// missing is corrupt, naming the file and the key.
+TEST(ModelFileGguf, GptqTensorsNamedByTheQuantizationConfigLoadAsBlocks) {
+  const std::string dir = test::scratch_dir("gguf_gptq");
+  auto with_config = [&](const std::string& name, const std::string& config, bool with_tensors) {
+    GgufWriter w = tiny_llama();
+    w.set_string("tessera.quantization_config", config);
+    if (with_tensors) {
+      // blk.0.attn_v: 3-bit groups of 32, 32 outputs: qweight [32·3/32, 32], qzeros [1, 32·3/32].
+      std::vector<uint32_t> qweight(3 * 32, 0x92492492u), qzeros(3, 0u);
+      std::vector<uint16_t> scales(32, 0x3C00);  // 1.0
+      EXPECT_TRUE(w.add_tensor("blk.0.attn_v.qweight", DType::i32, {32, 3}, std::as_bytes(std::span(qweight))).ok());
+      EXPECT_TRUE(w.add_tensor("blk.0.attn_v.qzeros", DType::i32, {3, 1}, std::as_bytes(std::span(qzeros))).ok());
+      EXPECT_TRUE(w.add_tensor("blk.0.attn_v.scales", DType::f16, {32, 1}, std::as_bytes(std::span(scales))).ok());
+    }
+    const std::string path = dir + "/" + name + ".gguf";
+    EXPECT_TRUE(w.write(path).ok());
+    return open_model(path);
+  };
+  const std::string gptq3 = R"({"quant_method": "gptq", "bits": 3, "group_size": 32, "checkpoint_format": "gptq_v2"})";
+  auto good = with_config("good", gptq3, true);
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  const TensorRef* v = (*good)->find("blk.0.attn_v.weight");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->dtype, DType::q4_1);
+  EXPECT_EQ(v->shape[0], 32);
+  EXPECT_EQ(v->shape[1], 32);
+  EXPECT_EQ((*good)->find("blk.0.attn_v.qweight"), nullptr) << "the packed tensors leave the store";
+  EXPECT_NE((*good)->find("blk.0.attn_q.weight"), nullptr) << "plain weights stay";
+  EXPECT_EQ((*good)->repacked_from(), "gptq 3-bit, group size 32");
+
+  const struct {
+    const char* name;
+    std::string config;
+    bool tensors;
+    const char* says;
+  } bad[] = {
+      {"not_json", "{bits: 3", true, "is not JSON"},
+      {"not_object", "[3]", true, "is not a JSON object"},
+      {"no_method", R"({"quant_method": "bitsandbytes"})", true, "names no GPTQ or AWQ"},
+      {"no_tensors", gptq3, false, "no tensor ends in '.qweight'"},
+  };
+  for (const auto& c : bad) {
+    auto r = with_config(c.name, c.config, c.tensors);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), StatusCode::corrupt_data) << c.name;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << c.name << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(std::string(c.name) + ".gguf"), std::string::npos) << r.status().message();
+  }
+}
+
 json llama_config() {
   return json::parse(R"({
     "architectures": ["LlamaForCausalLM"], "hidden_size": 32, "intermediate_size": 64,

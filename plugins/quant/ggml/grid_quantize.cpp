@@ -18,13 +18,20 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-GridWeights empty_weights(DType type, int64_t rows, int64_t cols) {
+GridWeights empty_weights(const GridLayout& layout, int64_t rows, int64_t cols) {
   GridWeights g;
-  g.type = type;
+  g.layout = layout;
+  g.type = layout.type;
   g.rows = rows;
   g.cols = cols;
-  g.grids.resize(static_cast<size_t>(rows * (cols / grid_width(type))));
+  g.grids.resize(static_cast<size_t>(rows * g.grids_per_row()));
   g.q.resize(static_cast<size_t>(rows * cols));
+  return g;
+}
+
+// Groups: the blocks that hold them, once every grid is chosen.
+GridWeights finished(GridWeights g) {
+  if (g.layout.is_groups()) g.type = group_block_type(g.layout.groups, g.grids);
   return g;
 }
 
@@ -55,17 +62,34 @@ Result<Eigen::MatrixXf> inverse_cholesky(const Eigen::MatrixXf& h, double damp) 
 
 }  // namespace
 
+void GridLayout::choose(const float* x, int n, BlockGrid* grids) const {
+  if (is_groups()) {
+    grids[0] = choose_group_grid(groups, x, n);
+  } else {
+    choose_grids(type, x, grids);
+  }
+}
+
 std::vector<std::byte> GridWeights::pack() const {
-  const int span = grid_span(type);
   const uint64_t block_bytes = dtype_info(type).block_bytes;
-  std::vector<std::byte> out(static_cast<size_t>(rows * (cols / span) * block_bytes));
+  const uint64_t block_elems = dtype_info(type).block_elems;
+  std::vector<std::byte> out(static_cast<size_t>(rows * (cols / block_elems) * block_bytes));
+  if (layout.is_groups()) {  // blocks of 32 inside groups of 32·k
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+        pack_group_block(type, grid(r, c0), &q[static_cast<size_t>(r * cols + c0)],
+                         out.data() + (r * cols + c0) / kBlock * block_bytes);
+    return out;
+  }
+  const int span = layout.span();
+  const int width = layout.width();
+  const uint64_t span_bytes = block_bytes * (static_cast<uint64_t>(span) / block_elems);
   std::vector<int> idx(static_cast<size_t>(span));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < cols / span; ++b) {
       for (int j = 0; j < span; ++j) idx[static_cast<size_t>(j)] = q[static_cast<size_t>(r * cols + b * span + j)];
-      const int width = grid_width(type);
       pack_span(type, &grids[static_cast<size_t>(r * (cols / width) + b * span / width)], idx.data(),
-                out.data() + (r * (cols / span) + b) * block_bytes);
+                out.data() + (r * (cols / span) + b) * span_bytes);
     }
   }
   return out;
@@ -76,31 +100,32 @@ void GridWeights::values(float* out) const {
     for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = value(r, c);
 }
 
-GridWeights round_to_nearest(DType type, const float* w, int64_t rows, int64_t cols) {
-  const int span = grid_span(type);
-  const int width = grid_width(type);
-  GridWeights g = empty_weights(type, rows, cols);
+GridWeights round_to_nearest(const GridLayout& layout, const float* w, int64_t rows, int64_t cols) {
+  const int span = layout.span();
+  const int width = layout.width();
+  GridWeights g = empty_weights(layout, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c0 = 0; c0 < cols; c0 += span) {
+      const int n = static_cast<int>(std::min<int64_t>(span, cols - c0));
       const float* x = w + r * cols + c0;
-      BlockGrid* grids = &g.grids[static_cast<size_t>(r * (cols / width) + c0 / width)];
-      choose_grids(type, x, grids);
-      for (int j = 0; j < span; ++j)
+      BlockGrid* grids = &g.grids[static_cast<size_t>(r * g.grids_per_row() + c0 / width)];
+      layout.choose(x, n, grids);
+      for (int j = 0; j < n; ++j)
         g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(grids[j / width].index(x[j]));
     }
   }
-  return g;
+  return finished(std::move(g));
 }
 
-Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols, const Eigen::MatrixXf& hessian,
-                         const GptqSettings& settings) {
+Result<GridWeights> gptq(const GridLayout& layout, const float* w, int64_t rows, int64_t cols,
+                         const Eigen::MatrixXf& hessian, const GptqSettings& settings) {
   if (hessian.rows() != cols || hessian.cols() != cols)
     return Internal("GPTQ: the Hessian is " + std::to_string(hessian.rows()) + "x" + std::to_string(hessian.cols()) +
                     " for " + std::to_string(cols) + " input columns");
-  GridWeights out = empty_weights(type, rows, cols);
-  const int width = grid_width(type);
-  const int64_t groups = cols / width;
-  const int span = grid_span(type);  // columns whose grids are chosen together
+  GridWeights out = empty_weights(layout, rows, cols);
+  const int width = layout.width();
+  const int64_t groups = out.grids_per_row();
+  const int span = layout.span();  // columns whose grids are chosen together
 
   Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
   for (int64_t i = 0; i < cols; ++i) {
@@ -115,7 +140,8 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     // Static groups: every grid from the original weights.
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c0 = 0; c0 < cols; c0 += span)
-        choose_grids(type, w + r * cols + c0, &out.grids[static_cast<size_t>(r * groups + c0 / width)]);
+        layout.choose(w + r * cols + c0, static_cast<int>(std::min<int64_t>(span, cols - c0)),
+                      &out.grids[static_cast<size_t>(r * groups + c0 / width)]);
   }
 
   // Columns and Hessian in quantization order; W column-major so a column is contiguous.
@@ -130,6 +156,7 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
   if (!factor.ok()) return factor.status();
   const Eigen::MatrixXf& u = *factor;
 
+  // Lazy blocks of whole spans (for groups wider than the setting: one group).
   const int64_t block = std::max<int64_t>(span, settings.block_columns / span * span);
   std::vector<float> span_values(static_cast<size_t>(span));
   for (int64_t i1 = 0; i1 < cols; i1 += block) {
@@ -140,9 +167,10 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
       const int64_t group = column / width;
       if (!settings.act_order && column % span == 0) {
         // Blocks are whole spans, so the span's columns have every update so far.
+        const int n = static_cast<int>(std::min<int64_t>(span, cols - column));
         for (int64_t r = 0; r < rows; ++r) {
-          for (int j = 0; j < span; ++j) span_values[static_cast<size_t>(j)] = work(r, k + j);
-          choose_grids(type, span_values.data(), &out.grids[static_cast<size_t>(r * groups + group)]);
+          for (int j = 0; j < n; ++j) span_values[static_cast<size_t>(j)] = work(r, k + j);
+          layout.choose(span_values.data(), n, &out.grids[static_cast<size_t>(r * groups + group)]);
         }
       }
       const float diagonal = u(k, k);
@@ -157,58 +185,60 @@ Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols,
     }
     if (i2 < cols) work.rightCols(cols - i2).noalias() -= errors * u.block(i1, i2, i2 - i1, cols - i2);
   }
-  return out;
+  return finished(std::move(out));
 }
 
-GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
+GridWeights round_to_nearest_clipped(const GridLayout& layout, const float* w, int64_t rows, int64_t cols,
                                      const Eigen::MatrixXf& hessian) {
   constexpr int kCandidates = 10;  // r = 1 - i / 20
-  const int span = grid_span(type);
-  const int width = grid_width(type);
-  const int groups_per_span = span / width;
-  GridWeights g = empty_weights(type, rows, cols);
+  const int span = layout.span();
+  const int width = layout.width();
+  GridWeights g = empty_weights(layout, rows, cols);
   const Eigen::MatrixXf h = hessian.selfadjointView<Eigen::Lower>();
   std::vector<float> clamped(static_cast<size_t>(span));
-  std::vector<BlockGrid> grids(static_cast<size_t>(groups_per_span));
-  std::vector<int> best_candidate(static_cast<size_t>(groups_per_span));
+  std::vector<BlockGrid> grids(static_cast<size_t>(span / width));
   Eigen::VectorXf error(width);
   for (int64_t c0 = 0; c0 < cols; c0 += span) {
+    const int n = static_cast<int>(std::min<int64_t>(span, cols - c0));  // a row's last group may be short
+    const int groups_here = (n + width - 1) / width;
     for (int64_t r = 0; r < rows; ++r) {
       const float* x = w + r * cols + c0;
-      std::copy(x, x + span, clamped.begin());
+      std::copy(x, x + n, clamped.begin());
       // Group by group, each clamped at the candidate least costly on its own
       // share of the output; a K format's later groups are searched with the
       // earlier ones' choices in place (they share the super-block's scales).
-      for (int b = 0; b < groups_per_span; ++b) {
+      for (int b = 0; b < groups_here; ++b) {
+        const int nb = std::min(width, n - b * width);
         const float* xb = x + b * width;
         float* cb = clamped.data() + b * width;
-        const auto h_block = h.block(c0 + b * width, c0 + b * width, width, width);
+        const auto h_block = h.block(c0 + b * width, c0 + b * width, nb, nb);
         float amax = 0.0f;
-        for (int j = 0; j < width; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        for (int j = 0; j < nb; ++j) amax = std::max(amax, std::fabs(xb[j]));
         float best_loss = std::numeric_limits<float>::infinity();
+        int best_candidate = 0;
         for (int i = 0; i < kCandidates; ++i) {
           const float limit = amax * (1.0f - static_cast<float>(i) / 20.0f);
-          for (int j = 0; j < width; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
-          choose_grids(type, clamped.data(), grids.data());
+          for (int j = 0; j < nb; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
+          layout.choose(clamped.data(), n, grids.data());
           const BlockGrid& grid = grids[static_cast<size_t>(b)];
-          for (int j = 0; j < width; ++j) error[j] = xb[j] - grid.value(grid.index(xb[j]));
-          const float loss = error.dot(h_block * error);
+          for (int j = 0; j < nb; ++j) error[j] = xb[j] - grid.value(grid.index(xb[j]));
+          const float loss = error.head(nb).dot(h_block * error.head(nb));
           if (loss < best_loss) {  // the first on ties: unreached inputs keep r = 1
             best_loss = loss;
-            best_candidate[static_cast<size_t>(b)] = i;
+            best_candidate = i;
           }
         }
-        const float limit = amax * (1.0f - static_cast<float>(best_candidate[static_cast<size_t>(b)]) / 20.0f);
-        for (int j = 0; j < width; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
+        const float limit = amax * (1.0f - static_cast<float>(best_candidate) / 20.0f);
+        for (int j = 0; j < nb; ++j) cb[j] = std::clamp(xb[j], -limit, limit);
       }
-      BlockGrid* out = &g.grids[static_cast<size_t>(r * (cols / width) + c0 / width)];
-      choose_grids(type, clamped.data(), out);
+      BlockGrid* out = &g.grids[static_cast<size_t>(r * g.grids_per_row() + c0 / width)];
+      layout.choose(clamped.data(), n, out);
       // Every weight, clamped or not, rounds to its nearest grid value.
-      for (int j = 0; j < span; ++j)
+      for (int j = 0; j < n; ++j)
         g.q[static_cast<size_t>(r * cols + c0 + j)] = static_cast<uint8_t>(out[j / width].index(x[j]));
     }
   }
-  return g;
+  return finished(std::move(g));
 }
 
 double relative_error(const float* w, const GridWeights& q, const Eigen::MatrixXf& hessian) {

@@ -1,6 +1,8 @@
 // grid_quantize.hpp: a weight matrix put onto the grids of a GGUF block
-// format (block_grid.hpp: the legacy formats, Q4_K and Q5_K), by rounding to
-// nearest, by GPTQ, or with AWQ's clipping search.
+// format (block_grid.hpp: the legacy formats, Q3_K to Q6_K) or onto
+// GPTQ-checkpoint groups (group_grid.hpp: b-bit integers with a scale and
+// zero per group of 32·k columns), by rounding to nearest, by GPTQ, or with
+// AWQ's clipping search.
 //
 // GPTQ (Frantar et al., 2022, "GPTQ: Accurate Post-Training Quantization for
 // Generative Pre-trained Transformers") quantizes the input columns one at a
@@ -27,21 +29,41 @@
 #include <Eigen/Core>
 
 #include "block_grid.hpp"
+#include "group_grid.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera::ggml {
 
-// rows x cols weights as grid indices; cols a multiple of grid_span(type).
+// What the weights are put onto: a block format's own grids (a DType
+// converts to this), or GPTQ groups.
+struct GridLayout {
+  GridLayout(DType block_type) : type(block_type) {}  // NOLINT: every block format is a layout
+  explicit GridLayout(const GroupShape& shape) : groups(shape) {}
+
+  DType type = DType::q4_0;  // a block format's; for groups, decided once quantized (group_block_type)
+  GroupShape groups;         // groups.bits 0: a block format
+
+  bool is_groups() const { return groups.bits != 0; }
+  // Columns of one grid, and columns whose grids are chosen together.
+  int width() const { return is_groups() ? groups.size : grid_width(type); }
+  int span() const { return is_groups() ? groups.size : grid_span(type); }
+  // The grids of x[n] (n = span(), or less for a row's last group).
+  void choose(const float* x, int n, BlockGrid* grids) const;
+};
+
+// rows x cols weights as grid indices; cols a multiple of the layout's span
+// (groups: of 32, the last group may be shorter).
 struct GridWeights {
-  DType type = DType::q4_0;
+  GridLayout layout = DType::q4_0;
+  DType type = DType::q4_0;      // the blocks pack() writes (groups: the one group_block_type picks)
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<BlockGrid> grids;  // [rows, cols / grid_width(type)]
+  std::vector<BlockGrid> grids;  // [rows, ceil(cols / layout.width())]
   std::vector<uint8_t> q;        // [rows, cols]
 
+  int64_t grids_per_row() const { return (cols + layout.width() - 1) / layout.width(); }
   const BlockGrid& grid(int64_t r, int64_t c) const {
-    const int width = grid_width(type);
-    return grids[static_cast<size_t>(r * (cols / width) + c / width)];
+    return grids[static_cast<size_t>(r * grids_per_row() + c / layout.width())];
   }
   float value(int64_t r, int64_t c) const { return grid(r, c).value(q[static_cast<size_t>(r * cols + c)]); }
   // The stored bytes: rows of blocks in `type`'s layout.
@@ -50,9 +72,10 @@ struct GridWeights {
   void values(float* out) const;
 };
 
-// w[rows, cols] row-major. Each block's grid as ggml's reference chooses it,
-// each element rounded to the nearest value of its grid.
-GridWeights round_to_nearest(DType type, const float* w, int64_t rows, int64_t cols);
+// w[rows, cols] row-major. Each block's grid as ggml's reference chooses it
+// (groups: as GPTQ's reference does), each element rounded to the nearest
+// value of its grid.
+GridWeights round_to_nearest(const GridLayout& layout, const float* w, int64_t rows, int64_t cols);
 
 struct GptqSettings {
   bool act_order = false;
@@ -63,19 +86,19 @@ struct GptqSettings {
 // w[rows, cols] row-major; hessian [cols, cols] symmetric (its lower triangle
 // is read), the sum of x xᵀ over the inputs (its scale does not matter).
 // internal error when H stays singular after damping.
-Result<GridWeights> gptq(DType type, const float* w, int64_t rows, int64_t cols, const Eigen::MatrixXf& hessian,
+Result<GridWeights> gptq(const GridLayout& layout, const float* w, int64_t rows, int64_t cols, const Eigen::MatrixXf& hessian,
                          const GptqSettings& settings);
 
 // AWQ's clipping search (Lin et al., 2023, "AWQ: Activation-aware Weight
 // Quantization"): like round_to_nearest, but each group's grid is chosen from
 // its weights clamped to ±r·max|w| for the r in 1, 0.95, ..., 0.55 whose
 // rounding error on the group's own share of the output, eᵀ H_bb e with
-// H_bb the group's diagonal block of H (32x32; 16x16 for Q6_K), is least (the first on ties, so
+// H_bb the group's diagonal block of H (32x32; 16x16 for Q3_K/Q6_K; a GPTQ group's size), is least (the first on ties, so
 // a group the inputs never reached keeps r = 1); a K format's groups one
 // after another, each with the earlier ones' r in place. Every weight,
 // clamped or not, is rounded to its nearest grid value. hessian: [cols,
 // cols], lower triangle.
-GridWeights round_to_nearest_clipped(DType type, const float* w, int64_t rows, int64_t cols,
+GridWeights round_to_nearest_clipped(const GridLayout& layout, const float* w, int64_t rows, int64_t cols,
                                      const Eigen::MatrixXf& hessian);
 
 // ||(W - Q) X||² / ||W X||² as tr(Δ H Δᵀ) / tr(W H Wᵀ) with Δ = W - Q; with an

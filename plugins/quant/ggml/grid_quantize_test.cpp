@@ -30,6 +30,19 @@ constexpr DType kAllTypes[] = {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_
 
 std::string name(DType t) { return std::string(dtype_name(t)); }
 
+// GPTQ checkpoint groups (group_grid.hpp): whole and partial groups (96 and
+// 64 leave a shorter last group in rows of 32·k), each width of value.
+struct GroupCase {
+  GroupShape shape;
+  std::string name;
+};
+const GroupCase kGroupCases[] = {
+    {{4, 128, true}, "gptq 4-bit g128 sym"},
+    {{3, 96, false}, "gptq 3-bit g96 asym"},
+    {{2, 64, false}, "gptq 2-bit g64 asym"},
+    {{8, 32, true}, "gptq 8-bit g32 sym"},
+};
+
 // Inputs whose channels are strongly correlated and of unequal size, as a
 // transformer's are: x = z A with A mixing a few latent factors, plus noise.
 std::vector<float> correlated_inputs(int64_t n, int64_t cols, uint32_t seed) {
@@ -162,12 +175,15 @@ TEST(Gptq, UncorrelatedInputsMeanRoundToNearest) {
   constexpr int64_t kRows = 8, kCols = 256 * 2;
   const auto w = random_floats(kRows * kCols, 5);
   const Eigen::MatrixXf h = 3.0f * Eigen::MatrixXf::Identity(kCols, kCols);
-  for (DType t : kAllTypes) {
-    const auto rtn = round_to_nearest(t, w.data(), kRows, kCols).pack();
+  std::vector<std::pair<GridLayout, std::string>> layouts;
+  for (DType t : kAllTypes) layouts.emplace_back(t, name(t));
+  for (const auto& c : kGroupCases) layouts.emplace_back(GridLayout(c.shape), c.name);
+  for (const auto& [layout, what] : layouts) {
+    const auto rtn = round_to_nearest(layout, w.data(), kRows, kCols).pack();
     for (bool act_order : {false, true}) {
-      auto g = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order});
+      auto g = gptq(layout, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order});
       ASSERT_TRUE(g.ok()) << g.status().message();
-      EXPECT_EQ(g->pack(), rtn) << name(t) << (act_order ? " act-order" : "");
+      EXPECT_EQ(g->pack(), rtn) << what << (act_order ? " act-order" : "");
     }
   }
 }
@@ -177,14 +193,18 @@ TEST(Gptq, CorrelatedInputsLoseLessThanRounding) {
   const auto w = random_floats(kRows * kCols, 21);
   const auto x = correlated_inputs(kInputs, kCols, 22);
   const Eigen::MatrixXf h = hessian_of(x, kCols);
-  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k}) {
-    const auto rtn = round_to_nearest(t, w.data(), kRows, kCols);
+  std::vector<std::pair<GridLayout, std::string>> layouts;
+  for (DType t : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
+    layouts.emplace_back(t, name(t));
+  for (const auto& c : kGroupCases) layouts.emplace_back(GridLayout(c.shape), c.name);
+  for (const auto& [layout, what] : layouts) {
+    const auto rtn = round_to_nearest(layout, w.data(), kRows, kCols);
     const double rtn_error = relative_error(w.data(), rtn, h);
     for (bool act_order : {false, true}) {
-      auto g = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .block_columns = 64});
+      auto g = gptq(layout, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .block_columns = 64});
       ASSERT_TRUE(g.ok()) << g.status().message();
       const double error = relative_error(w.data(), *g, h);
-      EXPECT_LT(error, 0.6 * rtn_error) << name(t) << (act_order ? " act-order" : "") << ": " << error << " vs " << rtn_error;
+      EXPECT_LT(error, 0.6 * rtn_error) << what << (act_order ? " act-order" : "") << ": " << error << " vs " << rtn_error;
     }
   }
 }
@@ -194,15 +214,17 @@ TEST(Gptq, CorrelatedInputsLoseLessThanRounding) {
 // column at a time, every later column updated at once. Grids are chosen
 // as gptq() chooses them (a span's grids from its updated weights when its
 // first column is reached; with act-order, from the original weights).
-GridWeights gptq_float64(DType type, const std::vector<float>& w, int64_t rows, int64_t cols,
+GridWeights gptq_float64(const GridLayout& layout, const std::vector<float>& w, int64_t rows, int64_t cols,
                          const Eigen::MatrixXf& hessian, bool act_order, double damp) {
-  const int width = grid_width(type);
-  const int span = grid_span(type);
+  const int width = layout.width();
+  const int span = layout.span();
+  const int64_t per_row = (cols + width - 1) / width;
   GridWeights out;
-  out.type = type;
+  out.layout = layout;
+  out.type = layout.type;
   out.rows = rows;
   out.cols = cols;
-  out.grids.resize(static_cast<size_t>(rows * (cols / width)));
+  out.grids.resize(static_cast<size_t>(rows * per_row));
   out.q.resize(static_cast<size_t>(rows * cols));
   Eigen::MatrixXd h = hessian.cast<double>().selfadjointView<Eigen::Lower>();
   for (int64_t i = 0; i < cols; ++i)
@@ -213,7 +235,8 @@ GridWeights gptq_float64(DType type, const std::vector<float>& w, int64_t rows, 
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return h(a, a) > h(b, b); });
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c0 = 0; c0 < cols; c0 += span)
-        choose_grids(type, w.data() + r * cols + c0, &out.grids[static_cast<size_t>((r * cols + c0) / width)]);
+        layout.choose(w.data() + r * cols + c0, static_cast<int>(std::min<int64_t>(span, cols - c0)),
+                      &out.grids[static_cast<size_t>(r * per_row + c0 / width)]);
   }
   Eigen::MatrixXd ordered(cols, cols), work(rows, cols);
   for (int64_t j = 0; j < cols; ++j) {
@@ -227,10 +250,11 @@ GridWeights gptq_float64(DType type, const std::vector<float>& w, int64_t rows, 
   for (int64_t k = 0; k < cols; ++k) {
     const int64_t column = order[static_cast<size_t>(k)];
     for (int64_t r = 0; r < rows; ++r) {
-      BlockGrid* grids = &out.grids[static_cast<size_t>((r * cols + column) / width)];
+      BlockGrid* grids = &out.grids[static_cast<size_t>(r * per_row + column / width)];
       if (!act_order && column % span == 0) {
-        for (int j = 0; j < span; ++j) span_values[static_cast<size_t>(j)] = static_cast<float>(work(r, k + j));
-        choose_grids(type, span_values.data(), grids);
+        const int n = static_cast<int>(std::min<int64_t>(span, cols - column));
+        for (int j = 0; j < n; ++j) span_values[static_cast<size_t>(j)] = static_cast<float>(work(r, k + j));
+        layout.choose(span_values.data(), n, grids);
       }
       const int q = grids->index(static_cast<float>(work(r, k)));
       out.q[static_cast<size_t>(r * cols + column)] = static_cast<uint8_t>(q);
@@ -251,11 +275,14 @@ TEST(Gptq, ChoosesWhatAFloat64ReferenceOfTheAlgorithmChooses) {
   const auto w = random_floats(kRows * kCols, 41);
   const auto x = correlated_inputs(kInputs, kCols, 42);
   const Eigen::MatrixXf h = hessian_of(x, kCols);
-  for (DType t : {DType::q4_0, DType::q5_1, DType::q3_k, DType::q4_k, DType::q6_k}) {
+  std::vector<std::pair<GridLayout, std::string>> layouts;
+  for (DType t : {DType::q4_0, DType::q5_1, DType::q3_k, DType::q4_k, DType::q6_k}) layouts.emplace_back(t, name(t));
+  for (const auto& c : kGroupCases) layouts.emplace_back(GridLayout(c.shape), c.name);
+  for (const auto& [layout, layout_name] : layouts) {
     for (bool act_order : {false, true}) {
-      const std::string what = name(t) + (act_order ? " act-order" : "");
-      const GridWeights want = gptq_float64(t, w, kRows, kCols, h, act_order, 0.01);
-      auto got = gptq(t, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .damp = 0.01});
+      const std::string what = layout_name + (act_order ? " act-order" : "");
+      const GridWeights want = gptq_float64(layout, w, kRows, kCols, h, act_order, 0.01);
+      auto got = gptq(layout, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .damp = 0.01});
       ASSERT_TRUE(got.ok()) << got.status().message();
       int64_t same = 0;
       for (size_t i = 0; i < want.q.size(); ++i) same += got->q[i] == want.q[i];
@@ -412,6 +439,35 @@ TEST(WeightQuantizer, RefusesWhatTheFormatCannotHold) {
             })),
             "act-order is a GPTQ setting");
   EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.damp = 0; })), "GPTQ damping must be in (0, 1]");
+}
+
+// GPTQ checkpoint groups: 2, 3, 4 or 8 bits (8 symmetric), groups of 32·k
+// columns or whole rows, and zeros filling 32-bit words (3 bits: 32 rows).
+TEST(WeightQuantizer, GptqGroupsRefuseWhatTheirPackingCannotHold) {
+  auto refused = [](QuantizeSpec spec, int64_t rows = 32, int64_t cols = 256) {
+    auto wq = make_weight_quantizer(spec, rows, cols);
+    return wq.ok() ? std::string("(accepted)") : wq.status().message();
+  };
+  const QuantizeSpec ok{.method = "gptq", .format = "gptq", .bits = 3, .group_size = 128, .symmetric = false};
+  auto with = [&](auto change) {
+    QuantizeSpec s = ok;
+    change(s);
+    return s;
+  };
+  EXPECT_EQ(refused(ok), "(accepted)");
+  EXPECT_EQ(refused(ok, 32, 96), "(accepted)") << "a row's last group may be short";
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.group_size = -1; })), "(accepted)");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.bits = 5; })),
+            "gptq holds 2-, 3-, 4- or 8-bit groups; asked for 5-bit asymmetric groups of 128");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.bits = 8; })),
+            "gptq's 8-bit groups are symmetric (they run as Q8_0 blocks); asked for 8-bit asymmetric groups of 128");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.group_size = 48; })),
+            "gptq's groups are whole rows (-1) or multiples of 32 columns; asked for 3-bit asymmetric groups of 48");
+  EXPECT_EQ(refused(ok, 16),
+            "gptq 3-bit asymmetric groups of 128: a weight of 16x256 needs rows of whole 32-column blocks and 32·k "
+            "output rows (its zeros fill 32-bit words)");
+  EXPECT_EQ(refused(with([](QuantizeSpec& s) { s.bits = 4; }), 16), "(accepted)") << "8 zeros a word";
+  EXPECT_NE(refused(ok, 32, 80).find("a weight of 32x80 needs rows of whole 32-column blocks"), std::string::npos);
 }
 
 }  // namespace

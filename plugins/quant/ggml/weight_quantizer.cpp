@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <new>
 #include <string>
 
@@ -48,8 +49,8 @@ using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eige
 // Δ'·diag(1/S) on X, measured with H itself: tr(Δ' H' Δ'ᵀ) = tr(Δ H Δᵀ).
 class GridWeightQuantizer final : public WeightQuantizer {
  public:
-  GridWeightQuantizer(const QuantizeSpec& spec, DType type, int64_t rows, int64_t cols)
-      : spec_(spec), type_(type), rows_(rows), cols_(cols) {
+  GridWeightQuantizer(const QuantizeSpec& spec, const GridLayout& layout, int64_t rows, int64_t cols)
+      : spec_(spec), layout_(layout), rows_(rows), cols_(cols) {
     if (wants_inputs()) hessian_ = Eigen::MatrixXf::Zero(cols, cols);
   }
 
@@ -72,19 +73,20 @@ class GridWeightQuantizer final : public WeightQuantizer {
     try {
       GridWeights grid;
       if (spec_.method == "gptq") {
-        auto done = gptq(type_, weight, rows_, cols_, current_hessian(),
+        auto done = gptq(layout_, weight, rows_, cols_, current_hessian(),
                          GptqSettings{.act_order = spec_.act_order, .damp = spec_.damp});
         if (!done.ok()) return done.status();
         grid = std::move(done).value();
       } else if (spec_.method == "awq" && spec_.search_clipping) {
-        grid = round_to_nearest_clipped(type_, weight, rows_, cols_, current_hessian());
+        grid = round_to_nearest_clipped(layout_, weight, rows_, cols_, current_hessian());
       } else {
-        grid = round_to_nearest(type_, weight, rows_, cols_);
+        grid = round_to_nearest(layout_, weight, rows_, cols_);
       }
       QuantizedWeight out;
-      out.dtype = type_;
-      out.format = "ggml." + std::string(dtype_name(type_));  // the fallback's, where it applies
+      out.dtype = grid.type;
+      out.format = "ggml." + std::string(dtype_name(grid.type));  // the fallback's, or the groups' blocks
       out.data = grid.pack();
+      if (layout_.is_groups()) gptq_tensors_ = pack_gptq(layout_.groups, grid.grids.data(), grid.q.data(), rows_, cols_);
       const Eigen::Map<const RowMajorMatrix> w(weight, rows_, cols_);
       const double energy = output_energy(w);
       out.relative_error = energy > 0 ? output_energy(w - values(grid)) / energy : 0.0;
@@ -94,7 +96,7 @@ class GridWeightQuantizer final : public WeightQuantizer {
         // Rounding the weight as it was before any scale_inputs(): W = W'·diag(1/S).
         RowMajorMatrix original = w;
         if (total_scale_.size() > 0) original.array().rowwise() /= total_scale_.array();
-        const RowMajorMatrix error = original - values(round_to_nearest(type_, original.data(), rows_, cols_));
+        const RowMajorMatrix error = original - values(round_to_nearest(layout_, original.data(), rows_, cols_));
         const double original_energy = original_output_energy(original);
         out.rounding_relative_error = original_energy > 0 ? original_output_energy(error) / original_energy : 0.0;
       }
@@ -108,14 +110,30 @@ class GridWeightQuantizer final : public WeightQuantizer {
     if (!wants_inputs()) return Unsupported("round-to-nearest observes no inputs to weigh errors by");
     try {
       const Eigen::Map<const RowMajorMatrix> w(weight, rows_, cols_);
-      if (input_scale == nullptr) return output_energy(w - values(round_to_nearest(type_, weight, rows_, cols_)));
+      if (input_scale == nullptr) return output_energy(w - values(round_to_nearest(layout_, weight, rows_, cols_)));
       const Eigen::Map<const Eigen::RowVectorXf> s(input_scale, cols_);
       RowMajorMatrix scaled = w;
       scaled.array().rowwise() *= s.array();
       // Q(W·diag(s))·diag(1/s) against W.
-      RowMajorMatrix error = values(round_to_nearest(type_, scaled.data(), rows_, cols_));
+      RowMajorMatrix error = values(round_to_nearest(layout_, scaled.data(), rows_, cols_));
       error.array().rowwise() /= s.array();
       return output_energy(w - error);
+    } catch (const std::exception& e) {
+      return exception_status(e.what());
+    }
+  }
+
+  // GPTQ groups: the checkpoint's packed tensors of the last quantize(),
+  // which the core writes in place of the weight (group_grid.hpp).
+  Result<std::vector<QuantizedPart>> parts() noexcept override {
+    if (!layout_.is_groups()) return std::vector<QuantizedPart>{};
+    if (gptq_tensors_.scales.empty()) return InvalidArgument("parts: nothing quantized yet");
+    try {
+      std::vector<QuantizedPart> out(3);
+      out[0] = {".qweight", DType::i32, gptq_tensors_.qweight_shape, gptq_tensors_.qweight};
+      out[1] = {".qzeros", DType::i32, gptq_tensors_.qzeros_shape, gptq_tensors_.qzeros};
+      out[2] = {".scales", DType::f16, gptq_tensors_.scales_shape, gptq_tensors_.scales};
+      return out;
     } catch (const std::exception& e) {
       return exception_status(e.what());
     }
@@ -179,8 +197,9 @@ class GridWeightQuantizer final : public WeightQuantizer {
   }
 
   QuantizeSpec spec_;
-  DType type_;
+  GridLayout layout_;
   int64_t rows_, cols_;
+  GptqTensors gptq_tensors_;        // groups only: the last quantize()'s packed tensors
   Eigen::MatrixXf hessian_;         // [cols, cols]: sum of x xᵀ over the original inputs; lower triangle
                                     // while observing, both once symmetric_
   bool symmetric_ = false;
@@ -189,10 +208,55 @@ class GridWeightQuantizer final : public WeightQuantizer {
 
 }  // namespace
 
+namespace {
+
+// The settings' own checks, for every format.
+Status check_method_settings(const QuantizeSpec& spec) {
+  if (spec.act_order && spec.method != "gptq") return InvalidArgument("act-order is a GPTQ setting");
+  if (spec.search_clipping && spec.method != "awq") return InvalidArgument("the clipping search is an AWQ setting");
+  if (!(spec.damp > 0 && spec.damp <= 1)) return InvalidArgument("GPTQ damping must be in (0, 1]");
+  return Status::Ok();
+}
+
+template <class... Args>
+Result<std::unique_ptr<WeightQuantizer>> make_grid_quantizer(Args&&... args) {
+  try {
+    return std::unique_ptr<WeightQuantizer>(std::make_unique<GridWeightQuantizer>(std::forward<Args>(args)...));
+  } catch (const std::exception& e) {
+    return exception_status(e.what());
+  }
+}
+
+// "gptq": GPTQ checkpoint groups (group_grid.hpp) of 2, 3, 4 or 8 bits.
+Result<std::unique_ptr<WeightQuantizer>> make_group_quantizer(const QuantizeSpec& spec, int64_t out_features,
+                                                              int64_t in_features) {
+  const std::string asked = std::to_string(spec.bits) + "-bit " + (spec.symmetric ? "symmetric" : "asymmetric") +
+                            " groups of " +
+                            (spec.group_size == -1 ? std::string("a whole row") : std::to_string(spec.group_size));
+  if (spec.bits != 2 && spec.bits != 3 && spec.bits != 4 && spec.bits != 8)
+    return InvalidArgument("gptq holds 2-, 3-, 4- or 8-bit groups; asked for " + asked);
+  if (spec.bits == 8 && !spec.symmetric)
+    return InvalidArgument("gptq's 8-bit groups are symmetric (they run as Q8_0 blocks); asked for " + asked);
+  if (spec.group_size != -1 && (spec.group_size <= 0 || spec.group_size % kBlock != 0))
+    return InvalidArgument("gptq's groups are whole rows (-1) or multiples of 32 columns; asked for " + asked);
+  const GroupShape shape{spec.bits, spec.group_size == -1 ? static_cast<int>(in_features) : spec.group_size,
+                         spec.symmetric};
+  if (out_features <= 0 || in_features <= 0 || in_features % kBlock != 0 || !group_rows_fit(shape, out_features))
+    return InvalidArgument("gptq " + asked + ": a weight of " + std::to_string(out_features) + "x" +
+                           std::to_string(in_features) + " needs rows of whole 32-column blocks and " +
+                           std::to_string(32 / std::gcd(32, spec.bits)) +
+                           "·k output rows (its zeros fill 32-bit words)");
+  TESSERA_RETURN_IF_ERROR(check_method_settings(spec));
+  return make_grid_quantizer(spec, GridLayout(shape), out_features, in_features);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpec& spec, int64_t out_features,
                                                                int64_t in_features) {
   if (spec.method != "rtn" && spec.method != "gptq" && spec.method != "awq")
     return Unsupported("the ggml quant plugin quantizes with rtn, gptq or awq, not '" + spec.method + "'");
+  if (spec.format == kGptqFormat) return make_group_quantizer(spec, out_features, in_features);
   const auto type = format_dtype(spec.format);
   const FormatShape* shape = nullptr;
   for (const auto& f : kWritable)
@@ -200,7 +264,7 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
   if (shape == nullptr)
     return Unsupported(
         "the ggml quant plugin writes ggml.q4_0, ggml.q4_1, ggml.q5_0, ggml.q5_1, ggml.q8_0, ggml.q3_k, ggml.q4_k, "
-        "ggml.q5_k and ggml.q6_k, not '" + spec.format + "'");
+        "ggml.q5_k, ggml.q6_k and gptq, not '" + spec.format + "'");
   const int width = grid_width(*type);
   const std::string holds = spec.format + " holds " + std::to_string(shape->bits) + "-bit " +
                             (shape->symmetric ? "symmetric" : "asymmetric") + " groups of " + std::to_string(width);
@@ -213,15 +277,8 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
     return InvalidArgument(holds + ": a weight of " + std::to_string(out_features) + "x" + std::to_string(in_features) +
                            " has rows that are not whole groups");
   const DType written = in_features % grid_span(*type) == 0 ? *type : shape->fallback;
-  if (spec.act_order && spec.method != "gptq") return InvalidArgument("act-order is a GPTQ setting");
-  if (spec.search_clipping && spec.method != "awq") return InvalidArgument("the clipping search is an AWQ setting");
-  if (!(spec.damp > 0 && spec.damp <= 1)) return InvalidArgument("GPTQ damping must be in (0, 1]");
-  try {
-    return std::unique_ptr<WeightQuantizer>(
-        std::make_unique<GridWeightQuantizer>(spec, written, out_features, in_features));
-  } catch (const std::exception& e) {
-    return exception_status(e.what());
-  }
+  TESSERA_RETURN_IF_ERROR(check_method_settings(spec));
+  return make_grid_quantizer(spec, GridLayout(written), out_features, in_features);
 }
 
 }  // namespace tessera::ggml

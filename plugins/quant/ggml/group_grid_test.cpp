@@ -1,0 +1,129 @@
+// GPTQ checkpoint groups (group_grid.hpp): each group's grid as GPTQ's
+// reference chooses it, the blocks they run as hold every s·(q − z)
+// exactly, and the packed tensors hold q, z and s where the reference
+// packers put them (read back here one bit at a time).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ggml_testing.hpp"
+#include "grid_quantize.hpp"
+#include "group_grid.hpp"
+#include "reference.hpp"
+#include "tessera/half.hpp"
+
+namespace tessera::ggml {
+namespace {
+
+using testing::random_floats;
+
+float f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+TEST(GroupGrid, ChosenAsGptqsReferenceQuantizer) {
+  const float x[4] = {-0.30f, 0.05f, 0.20f, 0.10f};
+  // Asymmetric: [min(x, 0), max(x, 0)] in 15 steps, z = round(0.30 / s).
+  const BlockGrid asym = choose_group_grid({4, 32, false}, x, 4);
+  EXPECT_EQ(asym.d, f16(0.50f / 15));
+  EXPECT_EQ(asym.empty_q, static_cast<int>(std::nearbyint(0.30f / asym.d)));
+  EXPECT_EQ(asym.m, -asym.d * static_cast<float>(asym.empty_q));
+  EXPECT_EQ(asym.top, 15);
+  // Symmetric: ±max |x| in 7 steps of 3 bits, z = 4.
+  const BlockGrid sym = choose_group_grid({3, 32, true}, x, 4);
+  EXPECT_EQ(sym.d, f16(0.60f / 7));
+  EXPECT_EQ(sym.empty_q, 4);
+  EXPECT_EQ(sym.top, 7);
+  // Positive weights alone still span 0 (z = 0), and an all-zero group [−1, 1].
+  const float positive[2] = {0.1f, 0.4f};
+  EXPECT_EQ(choose_group_grid({2, 32, false}, positive, 2).empty_q, 0);
+  const float zeros[2] = {0.0f, 0.0f};
+  const BlockGrid flat = choose_group_grid({4, 32, false}, zeros, 2);
+  EXPECT_EQ(flat.d, f16(2.0f / 15));
+  EXPECT_EQ(flat.value(flat.index(0.0f)), flat.d * static_cast<float>(flat.index(0.0f) - flat.empty_q));
+}
+
+// pack() writes Q4_1 for symmetric groups (−s·z = −s·2^(b−1) is an f16),
+// Q8_0 for 8 bits, Q5_0 where an asymmetric −s·z is not; the format's own
+// dequantizer gives back every value the groups hold.
+TEST(GroupGrid, TheBlocksHoldEveryGroupValueExactly) {
+  constexpr int64_t kRows = 8, kCols = 32 * 7;
+  const auto w = random_floats(kRows * kCols, 3);
+  // Q5_0 only where some offset is not an f16 (2-bit zeros of 0..3 rarely
+  // leave one; 4-bit zeros of 0..15 do here).
+  const struct {
+    GroupShape shape;
+    DType blocks;
+  } cases[] = {{{4, 128, true}, DType::q4_1}, {{3, 96, true}, DType::q4_1}, {{8, 64, true}, DType::q8_0},
+               {{4, 64, false}, DType::q5_0}, {{2, 32, false}, DType::f32}};
+  for (const auto& c : cases) {
+    const GridWeights g = round_to_nearest(GridLayout(c.shape), w.data(), kRows, kCols);
+    bool offsets_are_f16 = true;
+    for (const BlockGrid& grid : g.grids) offsets_are_f16 = offsets_are_f16 && f16(grid.m) == grid.m;
+    const DType want_type = c.blocks != DType::f32 ? c.blocks : offsets_are_f16 ? DType::q4_1 : DType::q5_0;
+    EXPECT_EQ(g.type, want_type) << c.shape.bits << "-bit groups of " << c.shape.size;
+    const auto bytes = g.pack();
+    const uint64_t row_bytes = dtype_row_bytes(g.type, kCols);
+    ASSERT_EQ(bytes.size(), row_bytes * kRows);
+    std::vector<float> got(kCols), want(kRows * kCols);
+    g.values(want.data());
+    for (int64_t r = 0; r < kRows; ++r) {
+      ASSERT_TRUE(dequantize_row(g.type, bytes.data() + r * row_bytes, got.data(), kCols));
+      for (int64_t col = 0; col < kCols; ++col)
+        ASSERT_EQ(got[col], want[r * kCols + col]) << c.shape.bits << "-bit, row " << r << ", column " << col;
+    }
+  }
+}
+
+// Bit `position` of a stream of 32-bit words, little-endian within each.
+uint32_t bits_at(const std::vector<uint32_t>& words, int64_t first, int64_t stride, int64_t position, int bits) {
+  uint32_t v = 0;
+  for (int b = 0; b < bits; ++b) {
+    const int64_t at = position + b;
+    v |= ((words[static_cast<size_t>(first + (at / 32) * stride)] >> (at % 32)) & 1u) << b;
+  }
+  return v;
+}
+
+template <typename T>
+std::vector<T> as(const std::vector<std::byte>& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+// qweight [cols·b/32, rows]: row r's values a bit stream down column r of
+// the words; qzeros [groups, rows·b/32]: each group's zeros a stream along
+// its row; scales [groups, rows] f16. 3 bits cross words (32 in 3 words).
+TEST(GroupGrid, PackedTensorsHoldTheValuesZerosAndScalesWhereGptqPutsThem) {
+  constexpr int64_t kRows = 32, kCols = 32 * 5;
+  const auto w = random_floats(kRows * kCols, 4);
+  for (const GroupShape shape : {GroupShape{3, 64, false}, GroupShape{4, 128, true}, GroupShape{2, 32, false},
+                                 GroupShape{8, 96, true}}) {
+    const GridWeights g = round_to_nearest(GridLayout(shape), w.data(), kRows, kCols);
+    const GptqTensors t = pack_gptq(shape, g.grids.data(), g.q.data(), kRows, kCols);
+    const int64_t groups = (kCols + shape.size - 1) / shape.size;
+    ASSERT_EQ(t.qweight_shape, (std::vector<int64_t>{kCols * shape.bits / 32, kRows}));
+    ASSERT_EQ(t.qzeros_shape, (std::vector<int64_t>{groups, kRows * shape.bits / 32}));
+    ASSERT_EQ(t.scales_shape, (std::vector<int64_t>{groups, kRows}));
+    const auto qweight = as<uint32_t>(t.qweight);
+    const auto qzeros = as<uint32_t>(t.qzeros);
+    const auto scales = as<uint16_t>(t.scales);
+    ASSERT_EQ(qweight.size(), static_cast<size_t>(kCols * shape.bits / 32 * kRows));
+    ASSERT_EQ(qzeros.size(), static_cast<size_t>(groups * kRows * shape.bits / 32));
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t c = 0; c < kCols; ++c)
+        ASSERT_EQ(bits_at(qweight, r, kRows, c * shape.bits, shape.bits), g.q[r * kCols + c])
+            << shape.bits << " bits, row " << r << ", column " << c;
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        const BlockGrid& grid = g.grids[r * groups + grp];
+        EXPECT_EQ(bits_at(qzeros, grp * (kRows * shape.bits / 32), 1, r * shape.bits, shape.bits),
+                  static_cast<uint32_t>(grid.empty_q));
+        EXPECT_EQ(f16_to_f32(scales[grp * kRows + r]), grid.d);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::ggml
