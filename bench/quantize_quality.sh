@@ -18,7 +18,8 @@
 #                  q4_k/q5_k Q4_K_S/Q5_K_S, the recipes that put the K type
 #                  wherever it fits, as Tessera does: Q4_K alone means Q4_K_M,
 #                  which mixes in Q6_K); none: no llama-quantize rows
-#   METHODS        Tessera's methods, space-separated ("rtn gptq awq")
+#   METHODS        Tessera's methods, space-separated ("rtn gptq awq"; also
+#                  int8, and awq-no-clip: AWQ's scales without its clipping search)
 #   GPTQ_FLAGS     extra flags for GPTQ ("--act-order")
 #   INT8_FLAGS     extra flags for int8, INT8 W8A8 ("--smooth auto"); its file
 #                  is Tessera's own format, scored by Tessera alone
@@ -83,9 +84,11 @@ for method in "${methods[@]}"; do
     flags+=(--format "$format" "${format_flags[@]}")
     [[ $format == gptq ]] && tessera_only+=("$file")
   fi
-  echo "tessera quantize --method $method ${flags[*]}"
+  tessera_method=$method
+  [[ $method == awq-no-clip ]] && tessera_method=awq flags+=(--awq-no-clip)
+  echo "tessera quantize --method $tessera_method ${flags[*]}"
   start=$SECONDS
-  "$tessera" quantize "$model" "$file" --method "$method" --threads "$threads" --force --json \
+  "$tessera" quantize "$model" "$file" --method "$tessera_method" --threads "$threads" --force --json \
     "${flags[@]}" > "$out/tessera-$method.json"
   record "tessera $method" "$file" "$((SECONDS - start))"
 done

@@ -15,7 +15,7 @@
 #   q4_k  Tessera rtn, gptq (act-order), awq  against llama-quantize Q4_K_M
 #   q3_k  Tessera rtn, gptq (act-order), awq  against llama-quantize Q3_K_S
 #   q8_0  Tessera int8 (W8A8)                 against llama-quantize Q8_0
-#   g128_4, g128_3  Tessera rtn, gptq (act-order), awq into GPTQ checkpoint
+#   g128_4, g128_3  Tessera rtn, gptq (act-order), awq, awq-no-clip into GPTQ checkpoint
 #         groups of 128 columns (--format gptq, 4 / 3 bits, asymmetric), a
 #         Tessera file llama.cpp does not run: scored by Tessera alone, no
 #         llama-quantize rows (compare with q4_0 / q3_k's)
@@ -52,7 +52,7 @@ for format in "${formats[@]}"; do
     q4_k) methods="rtn gptq awq" llama_type=Q4_K_M ;;
     q3_k) methods="rtn gptq awq" llama_type=Q3_K_S ;;
     q8_0) methods="int8" llama_type=Q8_0 ;;
-    g128_4 | g128_3) methods="rtn gptq awq" llama_type=none ;;
+    g128_4 | g128_3) methods="rtn gptq awq awq-no-clip" llama_type=none ;;
     *) echo "error: no rows for format $format" >&2; exit 2 ;;
   esac
   tessera_format=$format format_flags=""

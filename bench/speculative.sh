@@ -19,7 +19,10 @@
 # Needs scripts/fetch-qwen-pair.sh (the models) and
 # tools/llama-cpp-reference/build.sh (llama.cpp). --f16 first converts the
 # target to f16 with llama-quantize (3.1 GB, once).
-# Usage: bench/speculative.sh [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|all]
+# Prompts: palindrome, quicksort (code), hashtable (prose), repeat (asks for
+# its input again), fix (bench/speculative-fix-prompt.txt: two Python
+# functions to give back with one bug fixed; the completion copies them).
+# Usage: bench/speculative.sh [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +34,7 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --f16) f16=1; shift ;;
     --prompts) which=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all]" >&2; exit 2 ;;
   esac
 done
 
@@ -58,7 +61,10 @@ logs=${out%.jsonl}-logs
 mkdir -p "$(dirname "$out")" "$logs"
 : > "$out"
 
-names=(palindrome quicksort hashtable repeat)
+# "repeat" asks for its text again, which the raw target does not do (it
+# loops a sentence of its own); "fix" asks for code back with one bug
+# fixed, and its completion copies the input: the case prompt lookup is for.
+names=(palindrome quicksort hashtable repeat fix)
 prompts=(
   "Write a Python function that checks whether a string is a palindrome."
   "def quicksort(arr):"
@@ -66,8 +72,10 @@ prompts=(
   "Repeat the following text exactly, twice.
 
 Memory bandwidth, not arithmetic, bounds the speed of a language model that decodes one token at a time on a CPU: every weight is read once per step, and the multiply-adds wait for the bytes. Speculative decoding spends that slack by verifying several drafted tokens in one step."
+  "$(cat bench/speculative-fix-prompt.txt)"
 )
 [[ $which == code ]] && names=(palindrome quicksort) && prompts=("${prompts[@]:0:2}")
+[[ $which == copy ]] && names=(repeat fix) && prompts=("${prompts[@]:3:2}")
 
 record() {  # engine config prompt round json-fields...
   python3 - "$@" >> "$out" <<'PY'

@@ -156,6 +156,7 @@ int cmd_quantize(int argc, char** argv) {
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
       "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
+      "awq-no-clip", "AWQ: the input scales alone, without the clipping search after them")(
       "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5, or 'auto': per group, the alpha "
       "of 0, 0.05, ..., 0.95 whose measured output error is least (needs --calibration); 0: none",
       cxxopts::value<std::string>()->default_value("0"))(
@@ -179,6 +180,8 @@ int cmd_quantize(int argc, char** argv) {
   job.samples = args["samples"].as<int64_t>();
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
   job.awq_grid = args["awq-grid"].as<int>();
+  job.awq_clip = args.count("awq-no-clip") == 0;
+  if (!job.awq_clip && args["method"].as<std::string>() != "awq") return report_usage("--awq-no-clip is an AWQ setting");
   const std::string smooth = args["smooth"].as<std::string>();
   if (smooth == "auto") {
     job.smooth_search = 20;

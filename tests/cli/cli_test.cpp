@@ -440,6 +440,8 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--smooth takes an alpha in (0, 1) or 'auto', not 'strong'");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method rtn --smooth auto"), 2,
                          "--smooth (SmoothQuant's migration) goes with --method int8");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method gptq --awq-no-clip"), 2,
+                         "--awq-no-clip is an AWQ setting");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 2"), 2,
                          "no GGUF block format holds 2-bit symmetric groups");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --output-tensor-type q2_k"), 2,

@@ -377,6 +377,37 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
   EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.02) << "more than 2% apart";
 }
 
+// AWQ with one exponent (0: every scale 1) and no clipping search
+// (`--awq-grid 1 --awq-no-clip`) changes no weight: its Linears are rounding
+// to nearest's, byte for byte; with the clipping search on they are not.
+TEST(Quantize, AwqWithoutScalesOrClippingIsRounding) {
+  SKIP_WITHOUT_MODEL();
+  const auto layer_weights = [&](const std::string& name, const std::string& method, bool clip) {
+    const fs::path out = scratch(name + ".gguf");
+    QuantizeJob job = job_for(out.string(), method, "q4_0", true);
+    job.calibration_text = calibration_text();
+    job.samples = 2;
+    job.sample_tokens = 48;
+    job.awq_grid = 1;
+    job.awq_clip = clip;
+    auto report = quantize_model(job, test_registry());
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    std::vector<std::byte> bytes;
+    auto model = open_model(out.string());
+    if (!model.ok() || !report.ok()) return bytes;
+    for (const auto& w : report->weights) {
+      const TensorRef* t = (*model)->find(w.name);
+      const auto* data = static_cast<const std::byte*>(t->data);
+      bytes.insert(bytes.end(), data, data + t->nbytes);
+    }
+    return bytes;
+  };
+  const auto rtn = layer_weights("awq_rtn", "rtn", true);
+  ASSERT_FALSE(rtn.empty());
+  EXPECT_TRUE(layer_weights("awq_no_clip", "awq", false) == rtn);
+  EXPECT_FALSE(layer_weights("awq_clip", "awq", true) == rtn) << "the clipping search moved no weight";
+}
+
 // The token embedding and the head, rounded to nearest as llama-quantize
 // rounds them. The default model ties them (no output.weight): its Q8_0
 // token_embd.weight is the head and takes head_format. Asked for Q4_0 it is

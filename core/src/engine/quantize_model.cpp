@@ -683,7 +683,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
     for (Target* t : weights) {
       QuantizeSpec spec = job.spec;
-      spec.search_clipping = searches_clipping(spec, t->weight->name);
+      spec.search_clipping = job.awq_clip && searches_clipping(spec, t->weight->name);
       auto q = weight_quantizer(s.quantizers(), spec, t->weight->shape[0], t->weight->shape[1], t->weight->name);
       if (!q.ok()) return q.status();
       quantizers[t->weight->name] = std::move(q).value();

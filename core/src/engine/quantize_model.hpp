@@ -37,6 +37,7 @@ struct QuantizeJob {
   int64_t sample_tokens = 512;   // ... of this many tokens, consecutive in the text
   int64_t threads = 0;           // 0: every core
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
+  bool awq_clip = true;          // AWQ: search each group's clipping (q/k excepted) after the scales
   // INT8 W8A8: SmoothQuant's migration strength alpha in (0, 1); 0: none.
   double smooth = 0;
   // INT8 W8A8, instead of one alpha: per scale group, the alpha of 0, 1/n,
