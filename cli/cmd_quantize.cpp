@@ -73,8 +73,10 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   if (written.size() > 1) {
     std::vector<std::string> parts;
     for (const auto& [type, count] : written) parts.push_back(fmt::format("{} in {}", count, type));
-    fmt::print("  written: {} (rows that are not whole 256-column super-blocks take the K format's fallback)\n",
-               fmt::join(parts, ", "));
+    fmt::print("  written: {} ({})\n", fmt::join(parts, ", "),
+               job.spec.format == kGptqFormat
+                   ? "the blocks each weight loads as: Q5_0 where a group's offset -s*z is not an f16 value"
+                   : "rows that are not whole 256-column super-blocks take the K format's fallback");
   }
   if (!r.kept.empty()) {
     // Named up to a few; --json lists them all.

@@ -201,6 +201,16 @@ TEST(Quantize, GptqCheckpointGroupsLoadAsTheWeightsTheQuantizerChose) {
       EXPECT_NEAR(lost / energy, w.relative_error, 1e-4 * w.relative_error) << w.name;
     }
     EXPECT_FALSE(greedy_text(out).empty());
+    // Its Linears are packed tensors repacked at load: quantizing it again is refused.
+    QuantizeJob again = job_for(scratch("gptq_again.gguf").string(), "rtn", "q4_0", true);
+    again.input = out.string();
+    fs::remove(again.output);
+    auto refused = quantize_model(again, test_registry());
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::unsupported);
+    EXPECT_NE(refused.status().message().find("quantizing them again is not supported"), std::string::npos)
+        << refused.status().message();
+    EXPECT_FALSE(fs::exists(again.output));
   }
 }
 

@@ -591,6 +591,12 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   Session& s = **session;
   const auto& gguf = s.file().gguf();
   if (!gguf) return InvalidArgument(fmt::format("{}: tessera quantize reads GGUF files", job.input));
+  // The file's tensors are packed ones the loader repacked into blocks under
+  // other names: what the writer copies from the file would not be them.
+  if (!s.file().repacked_from().empty())
+    return Unsupported(fmt::format("{}: a {} checkpoint; its weights were repacked into blocks at load, and "
+                                   "quantizing them again is not supported (quantize the float model instead)",
+                                   job.input, s.file().repacked_from()));
   if (targets.empty())
     return InvalidArgument(fmt::format("{}: the model has no Linear weights in numbered layers (blk.N.) to quantize",
                                        job.input));

@@ -306,7 +306,7 @@ Result<RepackedLinearWeight> repack_layer(const Settings& s, const std::string& 
   for (int64_t i = 0; i < groups * out; ++i) {
     const float scale = scale_at(sc, i);
     if (!std::isfinite(scale) || f16_to_f32(f32_to_f16(scale)) != scale)
-      return Unsupported(fmt::format("{}: scale {} of group {}, row {} is not an f16 value, which the blocks store",
+      return Unsupported(fmt::format("{}: scale {} of group {}, row {} is not a finite value an f16 holds exactly, as the blocks store it",
                                      what, scale, i / out, i % out));
   }
 
@@ -376,8 +376,8 @@ Result<RepackedCheckpoint> repack_all(const json& config, std::span<const Tensor
       if (find(base + part) != nullptr) out.consumed.push_back(base + part);
   }
   if (out.weights.empty())
-    return CorruptData(fmt::format("{}: config.json says the model is {}-quantized but no tensor ends in '.qweight'",
-                                   source, out.method));
+    return CorruptData(fmt::format("{}: {} says the model is {}-quantized but no tensor ends in '.qweight'", source,
+                                   config_source, out.method));
   return out;
 }
 

@@ -35,9 +35,10 @@
 //   AWQ GEMM (AutoAWQ, version "gemm"): qweight [in, out/8], qzeros [groups,
 //     out/8], both along the output with the nibbles of a word holding output
 //     columns 0, 2, 4, 6, 1, 3, 5, 7 of its eight; scales [groups, out]; z as stored.
-//   GPTQ at 2 and 3 bits: 16 values a word; 3-bit values run on across word
-//     boundaries (32 values in 3 words, value 10 in bits 30-31 of the first
-//     and bit 0 of the second), so in and out (for the zeros) are whole 32s.
+//   GPTQ at 2 and 3 bits: 2-bit values 16 a word; 3-bit values run on across
+//     word boundaries (32 values in 3 words, value 10 in bits 30-31 of the
+//     first and bit 0 of the second), so 3-bit in and out (for the zeros)
+//     are whole 32s (2-bit: 16s).
 //     Repacked like 4 bits: Q4_1 or Q5_0 (q − z in [−8, 7] fits either).
 //
 // A GGUF file holds the same tensors (under its own names: blk.N.attn_q.qweight

@@ -407,7 +407,7 @@ TEST(HfQuantized, RefusesWhatItCannotRepresentOrWhatDisagrees) {
          ck.tensors[2].data = ck.data["w.scales"].data();
          ck.tensors[2].nbytes = ck.data["w.scales"].size();
        },
-       StatusCode::unsupported, "not an f16 value"},
+       StatusCode::unsupported, "an f16 holds exactly"},
       {"a qweight dimension that overflows", gptq_config(4, 32, false),
        [](Checkpoint& ck) {
          ck.tensors[0].shape[0] = int64_t{1} << 61;

@@ -24,8 +24,10 @@ BlockGrid choose_group_grid(const GroupShape& shape, const float* x, int n) {
     lo = -1.0f;
     hi = 1.0f;
   }
-  // The checkpoint's scale is an f16, never 0 (smallest subnormal at least).
-  float s = f16_to_f32(f32_to_f16((hi - lo) / static_cast<float>(top)));
+  // The checkpoint's scale is a finite f16, never 0: from the smallest
+  // subnormal to the largest value (a wider group clamps at its ends).
+  constexpr float kLargestF16 = 65504.0f;
+  float s = f16_to_f32(f32_to_f16(std::min((hi - lo) / static_cast<float>(top), kLargestF16)));
   if (!(s > 0.0f)) s = f16_to_f32(1);
   const int z = shape.symmetric ? (top + 1) / 2 : std::clamp(static_cast<int>(std::nearbyint(-lo / s)), 0, top);
   BlockGrid g;

@@ -41,6 +41,9 @@ TEST(GroupGrid, ChosenAsGptqsReferenceQuantizer) {
   const BlockGrid flat = choose_group_grid({4, 32, false}, zeros, 2);
   EXPECT_EQ(flat.d, f16(2.0f / 15));
   EXPECT_EQ(flat.value(flat.index(0.0f)), flat.d * static_cast<float>(flat.index(0.0f) - flat.empty_q));
+  // A group too wide for an f16 step keeps the largest finite one (its ends clamp).
+  const float huge[2] = {-3e6f, 3e6f};
+  EXPECT_EQ(choose_group_grid({4, 32, false}, huge, 2).d, 65504.0f);
 }
 
 // pack() writes Q4_1 for symmetric groups (−s·z = −s·2^(b−1) is an f16),
