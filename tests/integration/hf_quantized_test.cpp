@@ -154,7 +154,7 @@ TEST_P(HfQuantizedCheckpoints, TheDefaultPipelineRunsThemToo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferencePacked, HfQuantizedCheckpoints,
-                         ::testing::Values(Checkpoint{"gptq-act-order", "q4_1"}, Checkpoint{"awq-gemm", "q5_0"}),
+                         ::testing::Values(Checkpoint{"gptq-act-order", "q4_0"}, Checkpoint{"awq-gemm", "q5_0"}),
                          [](const auto& info) {
                            std::string name = info.param.folder;
                            for (char& c : name)

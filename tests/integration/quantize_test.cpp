@@ -149,8 +149,8 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
 // written as GPTQ checkpoint tensors, which load back as blocks holding what
 // the quantizer chose: each loaded weight is as far from the input's as the
 // report says the quantizer's was (RTN: ||W − Q||² / ||W||²), and the file
-// runs. Symmetric groups load as Q4_1 (−s·z = −4s is an f16), asymmetric
-// ones as Q5_0 where some −s·z is not.
+// runs. 3-bit groups, symmetric or not, load as Q4_0 (every q − z + 8 is a
+// nibble).
 TEST(Quantize, GptqCheckpointGroupsLoadAsTheWeightsTheQuantizerChose) {
   SKIP_WITHOUT_MODEL();
   auto input = open_model(kModel.string());
@@ -186,7 +186,7 @@ TEST(Quantize, GptqCheckpointGroupsLoadAsTheWeightsTheQuantizerChose) {
       EXPECT_EQ(meta.find_tensor(w.name), nullptr) << w.name << ": the packed tensors stand in for it";
       const TensorRef* weight = (*written)->find(w.name);
       ASSERT_NE(weight, nullptr) << w.name;
-      if (symmetric) EXPECT_EQ(weight->dtype, DType::q4_1) << w.name;
+      EXPECT_EQ(weight->dtype, DType::q4_0) << w.name;
       EXPECT_EQ(dtype_name(weight->dtype), w.written_type) << w.name;
       std::vector<float> original(static_cast<size_t>(w.rows * w.cols)), got(original.size());
       ASSERT_TRUE(input_weights.dequantize(*(*input)->find(w.name), original.data()).ok());
@@ -284,8 +284,12 @@ TEST(Quantize, Q4_KWritesSuperBlocksWhereRowsAreWhole) {
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 14);
   for (const TensorRef& t : (*written)->tensors()) {
-    if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q4_k) << t.name;
-    if (t.name.find("attn_q.weight") != std::string::npos) EXPECT_EQ(t.dtype, DType::q5_0) << t.name;
+    if (t.name.find("ffn_down.weight") != std::string::npos) {
+      EXPECT_EQ(t.dtype, DType::q4_k) << t.name;
+    }
+    if (t.name.find("attn_q.weight") != std::string::npos) {
+      EXPECT_EQ(t.dtype, DType::q5_0) << t.name;
+    }
   }
   EXPECT_FALSE(greedy_text(out).empty());
 }
@@ -322,7 +326,9 @@ TEST(Quantize, SixteenWideKFormatsWriteSuperBlocksWhereRowsAreWhole) {
     ASSERT_TRUE(written.ok()) << written.status().message();
     EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), c.file_type);
     for (const TensorRef& t : (*written)->tensors()) {
-      if (t.name.find("ffn_down.weight") != std::string::npos) EXPECT_EQ(dtype_name(t.dtype), c.format) << t.name;
+      if (t.name.find("ffn_down.weight") != std::string::npos) {
+        EXPECT_EQ(dtype_name(t.dtype), c.format) << t.name;
+      }
     }
     EXPECT_FALSE(greedy_text(out).empty());
   }

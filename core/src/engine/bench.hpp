@@ -24,7 +24,7 @@ struct BenchConfig {
   // decoding strategy and [sampling], gen_tokens exactly, with speculative
   // decoding when the pipeline asks for it. Drafts need
   // text worth predicting; random tokens are not.
-  std::string prompt;
+  std::string prompt = {};
   bool chat = false;  // wrap `prompt` with the model's chat template
 };
 

@@ -293,6 +293,10 @@ Status apply_input_scales(const QuantizeJob& job, int layer, const Session& sess
   return Status::Ok();
 }
 
+// Whether the job writes each Linear as a GPTQ checkpoint's packed tensors
+// (named after the weight, less ".weight") instead of one block tensor.
+bool writes_checkpoint_tensors(const QuantizeJob& job) { return job.spec.format == kGptqFormat; }
+
 // `rewritten`: tensors (norms, biases) whose values AWQ changed, written as f32.
 // `parts`: what a format stores beside a weight (INT8's row scales), written
 // after it under the weight's name + suffix.
@@ -308,7 +312,7 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   GgufWriter writer(static_cast<uint32_t>(input.alignment()));
   // general.file_type names llama.cpp's file types; a format it has none for
   // (INT8 W8A8) drops the input's rather than keep a false one.
-  const bool checkpoint_tensors = job.spec.format == kGptqFormat;
+  const bool checkpoint_tensors = writes_checkpoint_tensors(job);
   const std::optional<DType> type = written_type(done);
   const std::optional<uint32_t> file_type = type && !checkpoint_tensors ? llama_file_type(*type) : std::nullopt;
   for (const auto& [key, value] : input.metadata()) {
@@ -678,7 +682,6 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   report.layer_by_layer = layered;
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
-  const bool writes_checkpoint_tensors = job.spec.format == kGptqFormat;
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
   std::map<std::string, std::vector<float>> rewritten;  // AWQ's norms and biases, f32; node-stable too
   std::map<std::string, std::vector<QuantizedPart>> parts;  // beside each weight (INT8's scales); node-stable
@@ -768,15 +771,15 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         }
         // GPTQ checkpoint tensors stand in for the weight in the file; the
         // blocks run alone.
-        if (!writes_checkpoint_tensors) for (const TensorRef& view : views) kept_parts.push_back(&view);
+        if (!writes_checkpoint_tensors(job)) for (const TensorRef& view : views) kept_parts.push_back(&view);
       }
-      if (writes_checkpoint_tensors && parts[w.name].empty())
+      if (writes_checkpoint_tensors(job) && parts[w.name].empty())
         return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
       report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
                                 w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
                                 t->linear->observed_rows()});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
-      if (!writes_checkpoint_tensors) report.quantized_bytes += kept.data.size();
+      if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
 
       const TensorRef stored = quantized_view(w, kept);
       std::optional<TensorRef> rescaled_bias;

@@ -180,12 +180,23 @@ void write_f16(std::byte* dst, float value) {
   std::memcpy(dst, &h, 2);
 }
 
-// The block type that holds every s·(q − z) of a layer exactly: Q4_1 when
-// each offset −s·z is an f16 (always for symmetric files), else Q5_0, whose
-// 5-bit x = q − z + 16 covers q − z in [−16, 15]; Q8_0 for 8 bits.
+// The smallest block type that holds every s·(q − z) of a layer exactly:
+// Q4_0 (4.5 bits a weight) where every x = q − z + 8 is a nibble, i.e. every
+// z in [2^bits − 8, 8] (2- and 3-bit layers always, 4-bit ones with z = 8:
+// symmetric); else Q4_1 (5.0) when each offset −s·z is an f16; else Q5_0
+// (5.5), whose 5-bit x = q − z + 16 covers q − z in [−16, 15]; Q8_0 for 8
+// bits. The quant plugin's group_block_type (tessera quantize --format gptq)
+// makes the same choice.
 template <class Layer>
 DType exact_block_type(const Layer& layer, const TensorRef& scales, int32_t bits, int64_t groups, int64_t out) {
   if (bits == 8) return DType::q8_0;
+  bool nibbles = true;
+  for (int64_t g = 0; g < groups && nibbles; ++g)
+    for (int64_t o = 0; o < out && nibbles; ++o) {
+      const int32_t z = layer.zero(g, o);
+      nibbles = z >= (1 << bits) - 8 && z <= 8;
+    }
+  if (nibbles) return DType::q4_0;
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t o = 0; o < out; ++o) {
       // s has 11 significant bits and z at most 5, so the f32 product is exact.
@@ -231,7 +242,11 @@ Result<Blocks> repack_blocks(const Layer& layer, const TensorRef& scales, int32_
       const int32_t z = layer.zero(group, o);
       for (int64_t j = 0; j < kBlock; ++j) q[j] = layer.value(o, order[b * kBlock + j]);
       write_f16(block, s);
-      if (dtype == DType::q4_1) {  // d·q + m
+      if (dtype == DType::q4_0) {  // d·(x − 8), x = q − z + 8 in [0, 15] (exact_block_type)
+        auto* qs = reinterpret_cast<uint8_t*>(block + 2);
+        for (int64_t j = 0; j < kBlock / 2; ++j)
+          qs[j] = static_cast<uint8_t>((q[j] - z + 8) | ((q[j + kBlock / 2] - z + 8) << 4));
+      } else if (dtype == DType::q4_1) {  // d·q + m
         write_f16(block + 2, -s * static_cast<float>(z));
         auto* qs = reinterpret_cast<uint8_t*>(block + 4);
         for (int64_t j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + kBlock / 2] << 4));

@@ -163,6 +163,13 @@ void add_awq(Checkpoint& ck, const std::string& base, const Layer& l) {
 float block_weight(const RepackedLinearWeight& w, int64_t o, int64_t j) {
   const int64_t per_row = w.in_features / 32;
   uint16_t d = 0, m = 0;
+  if (w.dtype == DType::q4_0) {
+    const std::byte* b = w.blocks.data() + (o * per_row + j / 32) * 18;
+    std::memcpy(&d, b, 2);
+    const auto byte = static_cast<uint8_t>(b[2 + (j % 32) % 16]);
+    const int x = (j % 32) < 16 ? (byte & 0xF) : (byte >> 4);
+    return f16_to_f32(d) * static_cast<float>(x - 8);
+  }
   if (w.dtype == DType::q4_1) {
     const std::byte* b = w.blocks.data() + (o * per_row + j / 32) * 20;
     std::memcpy(&d, b, 2);
@@ -237,15 +244,15 @@ TEST(HfQuantized, ZerosAtTheEndsOfTheGridKeepTheirWeights) {
   }
 }
 
-// z = 8: −8·s is an f16, so the smaller Q4_1 holds them.
-TEST(HfQuantized, SymmetricFourBitIsQ41) {
+// z = 8: every q − z + 8 is a nibble, so the smallest, Q4_0, holds them.
+TEST(HfQuantized, SymmetricFourBitIsQ40) {
   Checkpoint ck;
   ck.config = gptq_config(4, -1, false);
   const Layer l = random_layer(16, 96, 4, -1, false, true, 2);
   add_gptq(ck, "w", l, 1, false);
   auto r = ck.repack();
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->weights[0].dtype, DType::q4_1);
+  EXPECT_EQ(r->weights[0].dtype, DType::q4_0);
   expect_weights(r->weights[0], l);
 }
 
@@ -288,7 +295,8 @@ TEST(HfQuantized, SymmetricEightBitGptqIsExactQ80) {
 }
 
 // 3 bits (values across word boundaries) and 2 bits, v1 and v2, with and
-// without act-order: every weight exact, in Q4_1 (symmetric) or Q5_0.
+// without act-order: every weight exact, in Q4_0 (every z of 2 or 3 bits is
+// in [0, 8], so every q − z + 8 is a nibble).
 TEST(HfQuantized, TwoAndThreeBitGroupsGiveTheirWeightsExactly) {
   for (const int bits : {2, 3})
     for (const bool symmetric : {true, false})
@@ -302,7 +310,7 @@ TEST(HfQuantized, TwoAndThreeBitGroupsGiveTheirWeightsExactly) {
           add_gptq(ck, "w", l, offset, act_order);
           auto r = ck.repack();
           ASSERT_TRUE(r.ok()) << what << ": " << r.status().message();
-          if (symmetric) EXPECT_EQ(r->weights[0].dtype, DType::q4_1) << what;
+          EXPECT_EQ(r->weights[0].dtype, DType::q4_0) << what;
           expect_weights(r->weights[0], l);
         }
 }

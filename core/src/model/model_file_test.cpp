@@ -201,7 +201,7 @@ TEST(ModelFileGguf, GptqTensorsNamedByTheQuantizationConfigLoadAsBlocks) {
   ASSERT_TRUE(good.ok()) << good.status().message();
   const TensorRef* v = (*good)->find("blk.0.attn_v.weight");
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->dtype, DType::q4_1);
+  EXPECT_EQ(v->dtype, DType::q4_0) << "zeros of 0: every q − z + 8 a nibble";
   EXPECT_EQ(v->shape[0], 32);
   EXPECT_EQ(v->shape[1], 32);
   EXPECT_EQ((*good)->find("blk.0.attn_v.qweight"), nullptr) << "the packed tensors leave the store";

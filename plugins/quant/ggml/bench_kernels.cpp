@@ -133,7 +133,6 @@ void matvec_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatVec<DType::q4_1>)->Apply(matvec_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q8_0>)->Apply(matvec_args)->UseRealTime();
-BENCHMARK(BM_MatVec<DType::q4_0>)->Args({1536, 576, 2, static_cast<int>(best_isa_level()), 1})->UseRealTime();
 
 // The formats of llama.cpp's K-quant mixes: Q5_0 (rows that are not whole
 // super-blocks) at SmolLM2's gate/up shape, Q4_K and Q6_K at its down shape
@@ -154,6 +153,7 @@ BENCHMARK(BM_MatVec<DType::q5_0>)
     ->Args({1536, 576, 2, static_cast<int>(best_isa_level()), 1})
     ->Args({1536, 576, 2, static_cast<int>(IsaLevel::avx2), 1})  // the 8-row layout
     ->UseRealTime();
+BENCHMARK(BM_MatVec<DType::q4_0>)->Apply(kmix_args)->UseRealTime();  // its own 8- and 16-row layouts, paired
 BENCHMARK(BM_MatVec<DType::q4_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q6_k>)->Apply(kmix_args)->UseRealTime();
 BENCHMARK(BM_MatVec<DType::q5_k>)->Apply(kmix_args)->UseRealTime();

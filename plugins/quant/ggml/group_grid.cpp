@@ -41,6 +41,10 @@ BlockGrid choose_group_grid(const GroupShape& shape, const float* x, int n) {
 
 DType group_block_type(const GroupShape& shape, std::span<const BlockGrid> grids) {
   if (shape.bits == 8) return DType::q8_0;
+  const int lowest_zero = (1 << shape.bits) - 8;  // q − z + 8 stays a nibble for z in [this, 8]
+  if (std::all_of(grids.begin(), grids.end(),
+                  [&](const BlockGrid& g) { return g.empty_q >= lowest_zero && g.empty_q <= 8; }))
+    return DType::q4_0;
   for (const BlockGrid& g : grids)
     if (f16_to_f32(f32_to_f16(g.m)) != g.m) return DType::q5_0;
   return DType::q4_1;
@@ -50,9 +54,10 @@ void pack_group_block(DType type, const BlockGrid& grid, const uint8_t* q, void*
   int stored[kBlock];
   BlockGrid as_block = grid;
   const int z = grid.empty_q;
-  if (type == DType::q5_0) {  // d·(x − 16), x = q − z + 16
-    as_block.m = -16.0f * grid.d;
-    for (int j = 0; j < kBlock; ++j) stored[j] = q[j] - z + 16;
+  if (type == DType::q4_0 || type == DType::q5_0) {  // d·(x − 8), x = q − z + 8 / d·(x − 16), x = q − z + 16
+    const int half = type == DType::q4_0 ? 8 : 16;
+    as_block.m = static_cast<float>(-half) * grid.d;
+    for (int j = 0; j < kBlock; ++j) stored[j] = q[j] - z + half;
   } else {  // Q4_1: d·q + m; Q8_0: d·(q − 128), z = 128
     for (int j = 0; j < kBlock; ++j) stored[j] = q[j];
   }

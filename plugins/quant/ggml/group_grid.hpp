@@ -7,9 +7,11 @@
 // significant bits, z at most 8), bottom 0, top 2^b − 1 and empty_q = z.
 // While quantizing (later layers run on the quantized ones) and once loaded,
 // the weights run as ggml blocks of 32 columns that hold every s·(q − z)
-// exactly, the blocks the loader repacks the checkpoint into: Q4_1 (d = s,
-// m = −s·z) when every offset is an f16, else Q5_0 (x = q − z + 16); Q8_0
-// for 8 bits, symmetric only (z = 128).
+// exactly, the blocks the loader repacks the checkpoint into, the smallest
+// that does: Q4_0 (d = s, x = q − z + 8) when every z is in [2^b − 8, 8]
+// (2 and 3 bits always, 4 bits symmetric), else Q4_1 (d = s, m = −s·z) when
+// every offset is an f16, else Q5_0 (x = q − z + 16); Q8_0 for 8 bits,
+// symmetric only (z = 128).
 //
 // Written to a file as GPTQ's packed tensors (checkpoint_format "gptq_v2":
 // zeros as they are), every word holding 32/b values low bits first, 3-bit

@@ -46,25 +46,27 @@ TEST(GroupGrid, ChosenAsGptqsReferenceQuantizer) {
   EXPECT_EQ(choose_group_grid({4, 32, false}, huge, 2).d, 65504.0f);
 }
 
-// pack() writes Q4_1 for symmetric groups (−s·z = −s·2^(b−1) is an f16),
-// Q8_0 for 8 bits, Q5_0 where an asymmetric −s·z is not; the format's own
-// dequantizer gives back every value the groups hold.
+// pack() writes the smallest blocks that hold every group: Q4_0 where every
+// q − z + 8 is a nibble (symmetric 4 bits, 2 and 3 bits always), Q8_0 for 8
+// bits, Q4_1 where every asymmetric −s·z is an f16 (here: weights of one
+// sign, z = 0), else Q5_0; the format's own dequantizer gives back every
+// value the groups hold.
 TEST(GroupGrid, TheBlocksHoldEveryGroupValueExactly) {
   constexpr int64_t kRows = 8, kCols = 32 * 7;
   const auto w = random_floats(kRows * kCols, 3);
-  // Q5_0 only where some offset is not an f16 (2-bit zeros of 0..3 rarely
-  // leave one; 4-bit zeros of 0..15 do here).
+  std::vector<float> positive(w.size());
+  for (size_t i = 0; i < w.size(); ++i) positive[i] = std::fabs(w[i]);
   const struct {
     GroupShape shape;
     DType blocks;
-  } cases[] = {{{4, 128, true}, DType::q4_1}, {{3, 96, true}, DType::q4_1}, {{8, 64, true}, DType::q8_0},
-               {{4, 64, false}, DType::q5_0}, {{2, 32, false}, DType::f32}};
+    const std::vector<float>* weights;
+  } cases[] = {{{4, 128, true}, DType::q4_0, &w},  {{3, 96, true}, DType::q4_0, &w},
+               {{3, 32, false}, DType::q4_0, &w},  {{2, 32, false}, DType::q4_0, &w},
+               {{8, 64, true}, DType::q8_0, &w},   {{4, 64, false}, DType::q5_0, &w},
+               {{4, 64, false}, DType::q4_1, &positive}};
   for (const auto& c : cases) {
-    const GridWeights g = round_to_nearest(GridLayout(c.shape), w.data(), kRows, kCols);
-    bool offsets_are_f16 = true;
-    for (const BlockGrid& grid : g.grids) offsets_are_f16 = offsets_are_f16 && f16(grid.m) == grid.m;
-    const DType want_type = c.blocks != DType::f32 ? c.blocks : offsets_are_f16 ? DType::q4_1 : DType::q5_0;
-    EXPECT_EQ(g.type, want_type) << c.shape.bits << "-bit groups of " << c.shape.size;
+    const GridWeights g = round_to_nearest(GridLayout(c.shape), c.weights->data(), kRows, kCols);
+    EXPECT_EQ(g.type, c.blocks) << c.shape.bits << "-bit groups of " << c.shape.size;
     const auto bytes = g.pack();
     const uint64_t row_bytes = dtype_row_bytes(g.type, kCols);
     ASSERT_EQ(bytes.size(), row_bytes * kRows);

@@ -186,6 +186,11 @@ struct KernelTable {
   // f32_tile.
   HalfTileFn f16_tile;
   HalfTileFn bf16_tile;
+  // Q4_0's repacked layouts: 8 rows (BlockQ4_0x8, every level) and 16
+  // (BlockQ4_0x16, AVX-512 VNNI and the scalar reference, else nullptr).
+  // They read ActivationScales::q_sum128 for their - 8.
+  RepackTileFn q4_0x8;
+  RepackTileFn q4_0x16;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -626,6 +626,7 @@ const KernelTable& avx2_kernel_table() {
       &q2_kx8_avx2, &q3_kx8_avx2,
       nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need AVX-512 VNNI
       nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
+      repack::q4_0x8, nullptr,  // Q4_0's 16-row layout needs AVX-512 VNNI
   };
   return table;
 }

@@ -491,6 +491,12 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
       nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need vpdpbusd's broadcast operand to pay
 #endif
       &half_tile<f16x16>, &half_tile<bf16x16>,
+      repack::q4_0x8,
+#if TESSERA_GGML_VNNI
+      repack16::q4_0x16,
+#else
+      nullptr,
+#endif
   };
   return table;
 }

@@ -1,5 +1,6 @@
 // kernels_repack16_impl.hpp: kernels for the 16-row repacked layouts
-// (blocks.hpp: BlockQ4_1x16, BlockQ8_0x16, BlockQ5_0x16, BlockQ5_1x16), 512-bit
+// (blocks.hpp: BlockQ4_0x16, BlockQ4_1x16, BlockQ8_0x16, BlockQ5_0x16,
+// BlockQ5_1x16), 512-bit
 // wide, AVX-512 VNNI only.
 // Included inside the anonymous namespace of kernels_avx512_vnni.cpp, after
 // kernels_repack_impl.hpp (whose by_nx it reuses).
@@ -74,42 +75,46 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
   for (int xi = 0; xi < NX; ++xi) _mm512_storeu_ps(y + xi * y_stride, acc[xi]);
 }
 
-// The nibble layouts, 16 rows: Q4_1 (w = d q + m), Q5_0 (w = d (q - 16)) and
-// Q5_1 (w = d q + m, q in 0..31). Chunk k of qs holds quants 4k..4k+3 of each
-// row in the low nibbles and 16+4k.. in the high ones; the Q5 layouts OR in
-// 16 where the chunk's byte mask (BlockQ5_0x16::qh) has the row's fifth bit.
-// Q4_1/Q5_1's minimum adds m * s per block (s = d_x * sum(q_x)); Q5_0's -16
-// is taken off exactly in i32: each block's sum starts at -16 * sum(x quants),
-// i.e. -q_sum128 / 8.
+// The nibble layouts, 16 rows: Q4_0 (w = d (q - 8)), Q4_1 (w = d q + m), Q5_0
+// (w = d (q - 16)) and Q5_1 (w = d q + m, q in 0..31). Chunk k of qs holds
+// quants 4k..4k+3 of each row in the low nibbles and 16+4k.. in the high
+// ones; the Q5 layouts OR in 16 where the chunk's byte mask
+// (BlockQ5_0x16::qh) has the row's fifth bit. Q4_1/Q5_1's minimum adds m * s
+// per block (s = d_x * sum(q_x)); Q5_0's -16 and Q4_0's -8 are taken off
+// exactly in i32: each block's sum starts at -16 (-8) * sum(x quants), i.e.
+// -q_sum128 / 8 (/ 16).
 template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                        const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = NX <= 4;
-  const auto* w = static_cast<const Group*>(group);
+  constexpr int32_t kOffsetDivisor = kHighBits ? 8 : 16;  // q_sum128 / this = 16 or 8 times the quants' sum
+  using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i bit4 = _mm512_set1_epi8(0x10);
   __m512 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const Group& wb = w[b];
+    const uint8_t* wq = Blocks::qs(group, nb, b);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
     __m512i dot[NX], dot_hi[kTwoChains ? NX : 1];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
-      dot[xi] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(-(xs[xi * x_row_blocks + b].q_sum128 / 8));
+      dot[xi] = kMin ? _mm512_setzero_si512()
+                     : _mm512_set1_epi32(-(xs[xi * x_row_blocks + b].q_sum128 / kOffsetDivisor));
       if constexpr (kTwoChains) dot_hi[xi] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
-      const __m512i v = _mm512_loadu_si512(wb.qs + 64 * k);
+      const __m512i v = _mm512_loadu_si512(wq + 64 * k);
       __m512i lo = _mm512_and_si512(v, low4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
       if constexpr (kHighBits) {
-        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(wb.qh[k], bit4));
-        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(wb.qh[4 + k], bit4));
+        const uint64_t* qh = Blocks::block(group, b).qh;
+        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(qh[k], bit4));
+        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(qh[4 + k], bit4));
       }
 #pragma GCC unroll 8
       for (int xi = 0; xi < NX; ++xi) {
@@ -118,9 +123,9 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
         second = _mm512_dpbusd_epi32(second, hi, broadcast4(xq[xi] + 16 + 4 * k));
       }
     }
-    const __m512 d = scales16(wb.d);
+    const __m512 d = scales16(Blocks::d(group, nb, b));
     __m512 m = _mm512_setzero_ps();
-    if constexpr (kMin) m = scales16(wb.m);
+    if constexpr (kMin) m = scales16(Blocks::block(group, b).m);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
       const __m512i sum = kTwoChains ? _mm512_add_epi32(dot[xi], dot_hi[kTwoChains ? xi : 0]) : dot[xi];
@@ -148,6 +153,13 @@ struct Q5_1x16 {
 };
 
 template <int NX>
+struct Q4_0x16 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_0x16, false, false>(g, nb, x, xs, xb, y, ys);
+  }
+};
+template <int NX>
 struct Q4_1x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
@@ -162,6 +174,7 @@ struct Q8_0x16 {
   }
 };
 
+constexpr tessera::ggml::RepackTileFn q4_0x16 = &repack::by_nx<Q4_0x16>;
 constexpr tessera::ggml::RepackTileFn q4_1x16 = &repack::by_nx<Q4_1x16>;
 constexpr tessera::ggml::RepackTileFn q8_0x16 = &repack::by_nx<Q8_0x16>;
 constexpr tessera::ggml::RepackTileFn q5_0x16 = &repack::by_nx<Q5_0x16>;

@@ -35,11 +35,11 @@ inline __m256 scales8(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// The nibble layouts, 8 rows: Q4_1 (w = d q + m), Q5_0 (w = d (q - 16)) and
-// Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in from the chunk masks,
-// fifth_bits_impl.hpp, which the including unit provides).
-// Q5_0's -16 is taken off exactly in i32 through the activation's quant sums
-// (-16 * sum(q_x) = -q_sum128 / 8).
+// The nibble layouts, 8 rows: Q4_0 (w = d (q - 8)), Q4_1 (w = d q + m), Q5_0
+// (w = d (q - 16)) and Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in
+// from the chunk masks, fifth_bits_impl.hpp, which the including unit
+// provides). Q5_0's -16 and Q4_0's -8 are taken off exactly in i32 through
+// the activation's quant sums (-16 * sum(q_x) = -q_sum128 / 8; -8: / 16).
 //
 // Loop order: quant group k outer, activation row inner, so consecutive
 // integer dot instructions feed different accumulators. Written row-major
@@ -51,13 +51,14 @@ template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                       const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
-  const auto* w = static_cast<const Group*>(group);
+  constexpr int32_t kOffsetDivisor = kHighBits ? 8 : 16;  // q_sum128 / this = 16 or 8 times the quants' sum
+  using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const Group& wb = w[b];
+    const uint8_t* wq = Blocks::qs(group, nb, b);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -72,12 +73,13 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + 32 * k));
       __m256i lo = _mm256_and_si256(v, low4);
       __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       if constexpr (kHighBits) {
-        lo = _mm256_or_si256(lo, fifth_bits(wb.qh[k]));
-        hi = _mm256_or_si256(hi, fifth_bits(wb.qh[4 + k]));
+        const uint32_t* qh = Blocks::block(group, b).qh;
+        lo = _mm256_or_si256(lo, fifth_bits(qh[k]));
+        hi = _mm256_or_si256(hi, fifth_bits(qh[4 + k]));
       }
 #pragma GCC unroll 8
       for (int xi = 0; xi < NX; ++xi) {
@@ -96,9 +98,9 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
 #endif
       }
     }
-    const __m256 d = scales8(wb.d);
+    const __m256 d = scales8(Blocks::d(group, nb, b));
     __m256 m = _mm256_setzero_ps();
-    if constexpr (kMin) m = scales8(wb.m);
+    if constexpr (kMin) m = scales8(Blocks::block(group, b).m);
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
 #if TESSERA_GGML_VNNI
@@ -107,7 +109,7 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
       __m256i sum = kHighBits ? dot[xi] : _mm256_madd_epi16(dot[xi], _mm256_set1_epi16(1));
 #endif
       const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
-      if constexpr (!kMin) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(xsb.q_sum128 / 8));  // Q5_0's -16
+      if constexpr (!kMin) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(xsb.q_sum128 / kOffsetDivisor));
       acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(sum), acc[xi]);
       if constexpr (kMin) acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // m * d_x * sum(q_x)
     }
@@ -179,6 +181,13 @@ void by_nx(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, con
 }
 
 template <int NX>
+struct Q4_0x8 {
+  static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_0x8, false, false>(g, nb, x, xs, xb, y, ys);
+  }
+};
+template <int NX>
 struct Q4_1x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                   const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
@@ -207,6 +216,7 @@ struct Q8_0x8 {
   }
 };
 
+constexpr tessera::ggml::RepackTileFn q4_0x8 = &by_nx<Q4_0x8>;
 constexpr tessera::ggml::RepackTileFn q4_1x8 = &by_nx<Q4_1x8>;
 constexpr tessera::ggml::RepackTileFn q8_0x8 = &by_nx<Q8_0x8>;
 constexpr tessera::ggml::RepackTileFn q5_0x8 = &by_nx<Q5_0x8>;

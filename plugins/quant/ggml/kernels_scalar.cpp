@@ -261,16 +261,17 @@ void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_
 
 // Repacked groups, read straight from the layouts described in blocks.hpp
 // (R rows, chunk k of qs holding bytes 4r..4r+3 for row r), with the
-// per-block arithmetic of the plain tiles (dot_q4_1_block, dot_q5_0_block,
-// dot_q5_1_block), so a group equals them bit for bit. The nibble layouts:
-// Q4_1 and Q5_0/Q5_1 (kHighBits: the fifth bit of each quant from the chunk
-// masks qh), 8 or 16 rows. The reference reads the scales from
-// the blocks themselves, not from xs.
+// per-block arithmetic of the plain tiles (dot_q4_0_block, dot_q4_1_block,
+// dot_q5_0_block, dot_q5_1_block), so a group equals them bit for bit. The
+// nibble layouts: Q4_0/Q4_1 and Q5_0/Q5_1 (kHighBits: the fifth bit of each
+// quant from the chunk masks qh), 8 or 16 rows; without a minimum (kMin) the
+// quants are offset by half their range (Q4_0: q - 8, Q5_0: q - 16). The
+// reference reads the scales from the blocks themselves, not from xs.
 template <typename Group, int R, bool kHighBits, bool kMin>
 void nibble_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
                   size_t x_row_blocks, int nx, float* y, size_t y_stride) {
-  const auto* w = static_cast<const Group*>(group);
-  const int offset = kMin ? 0 : 16;  // Q5_0: w = d (q - 16)
+  using Blocks = GroupBlocks<Group>;
+  const int offset = kMin ? 0 : kHighBits ? 16 : 8;
   for (int xi = 0; xi < nx; ++xi) {
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
@@ -279,20 +280,22 @@ void nibble_group(const void* group, int64_t nb, const BlockQ8_1* x, const Activ
         int isum = 0;
         for (int k = 0; k < 4; ++k) {
           for (int i = 0; i < 4; ++i) {
-            const uint8_t byte = w[b].qs[4 * R * k + 4 * r + i];
+            const uint8_t byte = Blocks::qs(group, nb, b)[4 * R * k + 4 * r + i];
             int lo = byte & 0x0F, hi = byte >> 4;
             if constexpr (kHighBits) {
-              lo |= static_cast<int>(((w[b].qh[k] >> (4 * r + i)) & 1) << 4);
-              hi |= static_cast<int>(((w[b].qh[4 + k] >> (4 * r + i)) & 1) << 4);
+              const auto* qh = Blocks::block(group, b).qh;
+              lo |= static_cast<int>(((qh[k] >> (4 * r + i)) & 1) << 4);
+              hi |= static_cast<int>(((qh[4 + k] >> (4 * r + i)) & 1) << 4);
             }
             isum += (lo - offset) * xb.qs[4 * k + i] + (hi - offset) * xb.qs[16 + 4 * k + i];
           }
         }
+        const float d = f16_to_f32(Blocks::d(group, nb, b)[r]);
         if constexpr (kMin) {
-          sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum) +
-                 f16_to_f32(w[b].m[r]) * f16_to_f32(xb.s);
+          const float m = f16_to_f32(Blocks::block(group, b).m[r]);
+          sum += d * f16_to_f32(xb.d) * static_cast<float>(isum) + m * f16_to_f32(xb.s);
         } else {
-          sum += f16_to_f32(w[b].d[r]) * f16_to_f32(xb.d) * static_cast<float>(isum);
+          sum += d * f16_to_f32(xb.d) * static_cast<float>(isum);
         }
       }
       y[xi * y_stride + r] = sum;
@@ -392,6 +395,8 @@ const KernelTable& scalar_kernel_table() {
       &q3_kx8_scalar,
       nullptr, nullptr, nullptr, nullptr, nullptr,  // K-quant pairs: the groups are the reference
       nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
+      &nibble_group<BlockQ4_0x8, kRepackRows, false, false>,
+      &nibble_group<BlockQ4_0x16, kWideRepackRows, false, false>,
   };
   return table;
 }

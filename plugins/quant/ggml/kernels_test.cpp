@@ -308,7 +308,7 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
       continue;
     }
     const int rows = 2 * R;  // two groups; the second is tested
-    for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+    for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
       const RepackTileFn simd_fn = repacked_group_kernel(simd, type, wide);
       const RepackTileFn ref_fn = repacked_group_kernel(ref, type, wide);
       ASSERT_NE(ref_fn, nullptr);
@@ -319,7 +319,11 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
         const size_t row_bytes = dtype_row_bytes(type, cols);
         std::vector<uint8_t> packed(w.size());
-        if (type == DType::q5_0) {
+        if (type == DType::q4_0) {
+          const auto* src = reinterpret_cast<const BlockQ4_0*>(w.data());
+          if (wide) repack_q4_0x16(src, rows, nb, packed.data());
+          else repack_q4_0x8(src, rows, nb, packed.data());
+        } else if (type == DType::q5_0) {
           const auto* src = reinterpret_cast<const BlockQ5_0*>(w.data());
           if (wide) repack_q5_0x16(src, rows, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
           else repack_q5_0x8(src, rows, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
@@ -337,7 +341,8 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
           else repack_q8_0x8(src, rows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
         }
         const uint8_t* group = packed.data() + R * row_bytes;
-        const QuantTileFn plain = type == DType::q4_1 ? ref.q4_1
+        const QuantTileFn plain = type == DType::q4_0   ? ref.q4_0
+                                  : type == DType::q4_1 ? ref.q4_1
                                   : type == DType::q8_0 ? ref.q8_0
                                   : type == DType::q5_0 ? ref.q5_0
                                                         : ref.q5_1;
@@ -388,7 +393,7 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
     xs[b] = {1.0f, 32 * 127.0f, 128 * 32 * 127};
   }
   for (const int R : {kRepackRows, kWideRepackRows}) {
-    for (DType type : {DType::q4_1, DType::q5_0, DType::q5_1}) {
+    for (DType type : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
       const RepackTileFn fn = repacked_group_kernel(k, type, R == kWideRepackRows);
       if (fn == nullptr) continue;  // no kernel for this layout at this level
       const size_t block_bytes = dtype_info(type).block_bytes;
@@ -396,9 +401,13 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
       for (int64_t i = 0; i < R * nb; ++i) {  // d = 1 (and m = 0): every quant 15 or 31
         uint8_t* blk = rows.data() + i * block_bytes;
         std::memcpy(blk, &kOne, 2);
-        if (type != DType::q5_0) std::memset(blk + 2, 0, 2);
+        if (type == DType::q4_1 || type == DType::q5_1) std::memset(blk + 2, 0, 2);
       }
-      if (type == DType::q4_1) {
+      if (type == DType::q4_0) {
+        const auto* src = reinterpret_cast<const BlockQ4_0*>(rows.data());
+        if (R == kWideRepackRows) repack_q4_0x16(src, R, nb, packed.data());
+        else repack_q4_0x8(src, R, nb, packed.data());
+      } else if (type == DType::q4_1) {
         const auto* src = reinterpret_cast<const BlockQ4_1*>(rows.data());
         if (R == kWideRepackRows) repack_q4_1x16(src, R, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
         else repack_q4_1x8(src, R, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
@@ -411,7 +420,7 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
         if (R == kWideRepackRows) repack_q5_1x16(src, R, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
         else repack_q5_1x8(src, R, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
       }
-      const int q = type == DType::q4_1 ? 15 : type == DType::q5_0 ? 31 - 16 : 31;
+      const int q = type == DType::q4_0 ? 15 - 8 : type == DType::q4_1 ? 15 : type == DType::q5_0 ? 31 - 16 : 31;
       std::vector<float> y(R);
       fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R);
       for (int r = 0; r < R; ++r)

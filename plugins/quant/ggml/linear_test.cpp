@@ -110,12 +110,7 @@ TEST_P(LinearLevel, ForwardMatchesF32Reference) {
       ASSERT_TRUE(dequantize_row(c.type, w.data() + r * dtype_row_bytes(c.type, c.in), wf.data() + r * c.in, c.in));
     const auto bias = random_floats(kOut, 7);
     auto linear = make(c.type, w, kOut, c.in, bias);
-    if (c.type == DType::q4_0) {  // what a forward streams: rows repacked as Q5_0 blocks are 22 bytes a block
-      EXPECT_GE(linear->weight_bytes(), kOut * dtype_row_bytes(DType::q4_0, c.in));
-      EXPECT_LE(linear->weight_bytes(), kOut * dtype_row_bytes(DType::q5_0, c.in));
-    } else {
-      ASSERT_EQ(linear->weight_bytes(), kOut * dtype_row_bytes(c.type, c.in));
-    }
+    ASSERT_EQ(linear->weight_bytes(), kOut * dtype_row_bytes(c.type, c.in));
     for (int64_t n : {1, 5, 17}) {
       const auto x = random_floats(n * c.in, static_cast<uint32_t>(n * 31 + c.in), 1.5f);
       std::vector<float> y(n * kOut, NAN);
@@ -337,10 +332,11 @@ TEST(Linear, RepackedMatchesInPlace) {
   }
 }
 
-// Q4_0 is repacked as the Q5_0 blocks of the same values (q5 = q + 8): the
-// integer sums are Q4_0's, so the results are those of Q5_0 weights holding
-// those values, bit for bit, at every row count, with either activation form.
-TEST(Linear, Q4_0IsRepackedAsTheQ5_0OfItsValues) {
+// Q4_0's own repacked layouts give the bits of Q5_0 weights holding the
+// same values (q5 = q + 8): the integer sums are the same integers
+// (Σ q·x − 8·Σx = Σ q5·x − 16·Σx) and the block arithmetic is the same, at
+// every row count, with either activation form.
+TEST(Linear, Q4_0GivesTheBitsOfTheQ5_0OfItsValues) {
   constexpr int64_t kOut = 37, kIn = 576;
   const auto w4 = make_weight_bytes(DType::q4_0, kOut, kIn, 71);
   // The same values as Q5_0 blocks, written by the format's definition: q5 = q + 8.

@@ -25,30 +25,6 @@ QuantTileFn tile_for(const KernelTable& k, DType type) {
   }
 }
 
-// The DType whose repacked layout and kernels hold `type`'s rows: its own,
-// or Q5_0 for Q4_0 (below).
-DType packed_type(DType type) { return type == DType::q4_0 ? DType::q5_0 : type; }
-
-// Q4_0 blocks as the Q5_0 blocks of the same values: d·(q − 8) = d·(q5 − 16)
-// with q5 = q + 8, whose low four bits are q with bit 3 flipped and whose
-// fifth bit is q's bit 3. Exact, and the integer sums the Q5_0 kernels form
-// (Σ q5·x − 16·Σx) are Q4_0's (Σ q·x − 8·Σx). Q4_0 has no interleaved layout
-// of its own yet: this gives it the repacked Q5_0 kernels (on Qwen2.5-0.5B,
-// Zen 5: prefill 0.42x → 0.97x llama.cpp's, decode 1.0x → 1.56x) for 22
-// bytes a block instead of 18 (docs/kernels.md).
-void q4_0_as_q5_0(const BlockQ4_0* in, int64_t n_blocks, BlockQ5_0* out) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    out[b].d = in[b].d;
-    uint32_t qh = 0;
-    for (int j = 0; j < kBlock / 2; ++j) {
-      qh |= static_cast<uint32_t>((in[b].qs[j] >> 3) & 1) << j;                 // element j: the low nibble
-      qh |= static_cast<uint32_t>((in[b].qs[j] >> 7) & 1) << (j + kBlock / 2);  // element j + 16: the high one
-      out[b].qs[j] = static_cast<uint8_t>(in[b].qs[j] ^ 0x88);
-    }
-    std::memcpy(out[b].qh, &qh, sizeof qh);  // little-endian bit j = element j, as ggml stores it
-  }
-}
-
 }  // namespace
 
 QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, int64_t in_features,
@@ -61,29 +37,21 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
       bias_(std::move(bias)),
       terms_(static_cast<int64_t>(terms)) {
   const KernelTable& k = active_kernels();
-  const DType packed = packed_type(type);
-  if (!repack || repacked_group_kernel(k, packed, false) == nullptr) return;  // a format without repacked layouts
+  if (!repack || repacked_group_kernel(k, type, false) == nullptr) return;  // a format without repacked layouts
   // The 16-row layout where the kernels in use have it; a level forced later
   // that lacks it computes from the ggml rows instead (rows()).
-  group_rows_ = repacked_group_kernel(k, packed, true) != nullptr ? kWideRepackRows : kRepackRows;
+  group_rows_ = repacked_group_kernel(k, type, true) != nullptr ? kWideRepackRows : kRepackRows;
   repacked_rows_ = out_ / group_rows_ * group_rows_;
   if (repacked_rows_ == 0) return;
   const int64_t nb = in_ / kBlock;
-  packed_row_bytes_ = dtype_row_bytes(packed, static_cast<uint64_t>(in_features));
-  const size_t bytes = static_cast<size_t>(repacked_rows_) * packed_row_bytes_;
+  const size_t bytes = static_cast<size_t>(repacked_rows_) * row_bytes_;  // the same bytes, interleaved
   repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
   std::byte* dst = repacked_.data;
   const bool wide = group_rows_ == kWideRepackRows;
   if (type == DType::q4_0) {
-    // One group of rows at a time: a Q5_0 copy of the whole matrix would hold
-    // a fifth more than the weight itself while the repacked copy is written.
     const auto* rows = reinterpret_cast<const BlockQ4_0*>(weights_);
-    std::vector<BlockQ5_0> group(static_cast<size_t>(group_rows_ * nb));
-    for (int64_t g = 0; g < repacked_rows_ / group_rows_; ++g) {
-      q4_0_as_q5_0(rows + g * group_rows_ * nb, group_rows_ * nb, group.data());
-      if (wide) repack_q5_0x16(group.data(), group_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst) + g * nb);
-      else repack_q5_0x8(group.data(), group_rows_, nb, reinterpret_cast<BlockQ5_0x8*>(dst) + g * nb);
-    }
+    if (wide) repack_q4_0x16(rows, repacked_rows_, nb, dst);
+    else repack_q4_0x8(rows, repacked_rows_, nb, dst);
   } else if (type == DType::q5_0) {
     const auto* rows = reinterpret_cast<const BlockQ5_0*>(weights_);
     if (wide) repack_q5_0x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst));
@@ -105,6 +73,7 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
 
 RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide) {
   switch (type) {
+    case DType::q4_0: return wide ? k.q4_0x16 : k.q4_0x8;
     case DType::q4_1: return wide ? k.q4_1x16 : k.q4_1x8;
     case DType::q8_0: return wide ? k.q8_0x16 : k.q8_0x8;
     case DType::q5_0: return wide ? k.q5_0x16 : k.q5_0x8;
@@ -114,7 +83,7 @@ RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide) 
 }
 
 RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
-  return repacked_group_kernel(k, packed_type(type_), group_rows_ == kWideRepackRows);
+  return repacked_group_kernel(k, type_, group_rows_ == kWideRepackRows);
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
@@ -126,7 +95,7 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
   const auto ys = static_cast<size_t>(y_stride);
   int64_t r = r0;
   for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
-    group(repacked_.data + r * packed_row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys);
+    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys);
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {
@@ -141,10 +110,10 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
 void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kBlock;
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  // Only the 16-row Q8_0 kernel (weights stored as q + 128) and the Q5_0 group kernels (q - 16; Q4_0's too) read
-  // the quant sums.
+  // Only the 16-row Q8_0 kernel (weights stored as q + 128) and the Q5_0 and Q4_0 group kernels (q - 16, q - 8)
+  // read the quant sums.
   const bool want_q_sums =
-      (type_ == DType::q8_0 && group_rows_ == kWideRepackRows) || packed_type(type_) == DType::q5_0;
+      (type_ == DType::q8_0 && group_rows_ == kWideRepackRows) || type_ == DType::q5_0 || type_ == DType::q4_0;
   // Per thread, one row at a time (grow, never shrink): q8x2's residual and
   // block sums, and the row's f16 fields converted in bulk (F16C where the
   // CPU has it; one at a time the portable conversion took ~2% of decode).

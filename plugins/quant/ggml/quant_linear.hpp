@@ -24,10 +24,10 @@ class QuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 32 blocks of `type`, kept by
   // pointer (it lives in the memory-mapped model). `bias`: empty or out_features.
-  // `repack`: copy Q4_1/Q8_0 rows, 16 at a time where the kernels in use have
+  // `repack`: copy the rows, 16 at a time where the kernels in use have
   // 16-row kernels (AVX-512 VNNI), else 8, into the interleaved layouts of
-  // blocks.hpp (same size; faster kernels). Rows past the last whole group and
-  // the other formats use the ggml layout in place.
+  // blocks.hpp (same size; faster kernels). Rows past the last whole group
+  // use the ggml layout in place.
   // `arena`: where the repacked rows go (the plugin's, shared by its Linears
   // so they fill 2 MiB pages); nullptr: a chunk of this Linear's own.
   // `terms`: each activation block as one 8-bit term or two (activation_terms.hpp).
@@ -37,11 +37,9 @@ class QuantLinear final : public Linear {
 
   int64_t in_features() const noexcept override { return in_; }
   int64_t out_features() const noexcept override { return out_; }
-  // What a forward streams: the repacked rows in their layout, the rest as stored.
-  uint64_t weight_bytes() const noexcept override {
-    return static_cast<uint64_t>(repacked_rows_) * packed_row_bytes_ +
-           static_cast<uint64_t>(out_ - repacked_rows_) * row_bytes_;
-  }
+  // What a forward streams: every row's blocks (a repacked layout holds the
+  // same bytes as the rows it interleaves).
+  uint64_t weight_bytes() const noexcept override { return static_cast<uint64_t>(out_) * row_bytes_; }
   Status forward(const float* x, float* y, int64_t n_rows) noexcept override;
   // The split (linear.hpp): prepare() quantizes every row on the calling
   // thread; compute() takes ranges on multiples of the repacked groups (8 or 16 rows).
@@ -73,7 +71,6 @@ class QuantLinear final : public Linear {
   size_t row_bytes_;
   std::vector<float> bias_;
   int64_t group_rows_ = kRepackRows;  // rows per repacked group: 8 or 16
-  size_t packed_row_bytes_ = 0;  // a row's bytes in repacked_ (Q4_0's rows are held as Q5_0: 22 bytes a block)
   WeightArena::Slice repacked_;  // [repacked_rows_ / group_rows_, in / 32] interleaved blocks, or empty
   int64_t repacked_rows_ = 0;    // rows held in repacked_
   int64_t terms_;                // 8-bit terms per activation block: 1 or 2

@@ -40,7 +40,35 @@ void repack_nibble_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) 
   }
 }
 
+// R rows of Q4_0 into its groups of pairs (blocks.hpp), each block's quants
+// chunked as in repack_nibble_rows.
+template <int R>
+void repack_q4_0_pairs(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst) {
+  const auto group_bytes = static_cast<size_t>(nb * R) * sizeof(BlockQ4_0);
+  for (int64_t g = 0; g < rows / R; ++g) {
+    auto* group = static_cast<uint8_t*>(dst) + static_cast<size_t>(g) * group_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      // GroupBlocks gives read-only pointers into the group being written.
+      auto* d = const_cast<uint16_t*>(GroupBlocks<BlockQ4_0Pair<R>>::d(group, nb, b));
+      auto* qs = const_cast<uint8_t*>(GroupBlocks<BlockQ4_0Pair<R>>::qs(group, nb, b));
+      for (int r = 0; r < R; ++r) {
+        const BlockQ4_0& in = src[(g * R + r) * nb + b];
+        d[r] = in.d;
+        for (int k = 0; k < 4; ++k) std::memcpy(qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void repack_q4_0x8(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst) {
+  repack_q4_0_pairs<kRepackRows>(src, rows, nb, dst);
+}
+
+void repack_q4_0x16(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst) {
+  repack_q4_0_pairs<kWideRepackRows>(src, rows, nb, dst);
+}
 
 void repack_q5_0x16(const BlockQ5_0* src, int64_t rows, int64_t nb, BlockQ5_0x16* dst) {
   repack_nibble_rows<BlockQ5_0, BlockQ5_0x16, kWideRepackRows>(src, rows, nb, dst);

@@ -11,6 +11,10 @@ namespace tessera::ggml {
 
 // `rows` (a multiple of 8) rows of nb blocks each, ggml layout -> repacked.
 // dst holds rows / 8 groups of nb blocks.
+// Q4_0's paired groups (blocks.hpp), 8 or 16 rows: dst holds rows / R groups
+// of R * nb * 18 bytes.
+void repack_q4_0x8(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst);
+void repack_q4_0x16(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst);
 void repack_q4_1x8(const BlockQ4_1* src, int64_t rows, int64_t nb, BlockQ4_1x8* dst);
 void repack_q8_0x8(const BlockQ8_0* src, int64_t rows, int64_t nb, BlockQ8_0x8* dst);
 // `rows` a multiple of 16; dst holds rows / 16 groups of nb blocks.
