@@ -75,7 +75,8 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
     for (const auto& [type, count] : written) parts.push_back(fmt::format("{} in {}", count, type));
     fmt::print("  written: {} ({})\n", fmt::join(parts, ", "),
                job.spec.format == kGptqFormat
-                   ? "the blocks each weight loads as: Q5_0 where a group's offset -s*z is not an f16 value"
+                   ? "the blocks each weight loads as, the smallest that holds it: Q4_0 where every q - z + 8 "
+                     "is a nibble, else Q4_1 where every offset -s*z is an f16 value, else Q5_0"
                    : "rows that are not whole 256-column super-blocks take the K format's fallback");
   }
   if (!r.kept.empty()) {

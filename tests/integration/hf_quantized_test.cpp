@@ -22,7 +22,7 @@ const fs::path kHfQuantizedData = fs::path(TESSERA_SOURCE_DIR) / "tests" / "data
 struct Checkpoint {
   std::string folder;
   // The blocks hold the checkpoint's weights exactly (GPTQ, symmetric, in
-  // Q4_1; AWQ, with zero points, in Q5_0: model/hf_quantized.hpp), so
+  // Q4_0; AWQ, with zero points, in Q5_0: model/hf_quantized.hpp), so
   // only f32 rounding parts the logits from transformers'.
   std::string block_type;
 };

@@ -9,7 +9,7 @@ means anything else. numpy only; the safetensors file is written by hand
 
 The defaults are Qwen2.5-1.5B's layer shapes (1.31 billion packed weights)
 with a 32000-token f16 embedding; GPTQ v1 layout (qzeros store z - 1),
-symmetric 4-bit (z = 8) so every Linear becomes Q4_1.
+symmetric 4-bit (z = 8) so every Linear becomes Q4_0.
 """
 import argparse
 import json

@@ -5,11 +5,14 @@
 // (`X.qweight`, `X.qzeros`, `X.scales`, GPTQ's `X.g_idx`) instead of
 // `X.weight`. Both hold, per output row and group of input columns, a scale s
 // and an integer zero z, and the weight is w = s·(q − z) for its b-bit value q.
-// That is exactly a ggml block of 32 columns sharing one scale and offset:
-//   4 bits: Q4_1, d = s, m = −s·z (d·q + m), when every −s·z of the layer
-//     is an f16 (always for symmetric files: z = 8); otherwise Q5_0, d = s,
-//     x = q − z + 16 (d·(x − 16)), whose five bits hold any q − z in [−16, 15],
-//     at 22 bytes a block instead of 20;
+// That is exactly a ggml block of 32 columns sharing one scale and offset,
+// the smallest that holds the whole layer:
+//   Q4_0, d = s, x = q − z + 8 (d·(x − 8)), 18 bytes a block, when every z
+//     of the layer is in [2^b − 8, 8] (2 and 3 bits always; 4 bits with
+//     z = 8, symmetric files);
+//   else, 4 bits: Q4_1, d = s, m = −s·z (d·q + m), 20 bytes, when every −s·z
+//     of the layer is an f16; otherwise Q5_0, d = s, x = q − z + 16
+//     (d·(x − 16)), whose five bits hold any q − z in [−16, 15], 22 bytes;
 //   8 bits with z = 128 (symmetric): Q8_0, d = s, q − 128.
 // So the loader repacks these tensors into those blocks, stored as `X.weight`,
 // and the quant plugins run them with their own kernels: the weight stays in
@@ -39,7 +42,7 @@
 //     word boundaries (32 values in 3 words, value 10 in bits 30-31 of the
 //     first and bit 0 of the second), so 3-bit in and out (for the zeros)
 //     are whole 32s (2-bit: 16s).
-//     Repacked like 4 bits: Q4_1 or Q5_0 (q − z in [−8, 7] fits either).
+//     Repacked as Q4_0 (every z of 2 or 3 bits is in [0, 8]).
 //
 // A GGUF file holds the same tensors (under its own names: blk.N.attn_q.qweight
 // for blk.N.attn_q.weight) when its metadata has kGgufQuantizationConfigKey,
@@ -63,7 +66,7 @@ inline constexpr std::string_view kGgufQuantizationConfigKey = "tessera.quantiza
 
 struct RepackedLinearWeight {
   std::string name;                  // the Linear's weight name, X.weight
-  DType dtype = DType::q4_1;         // q4_1, q5_0 or q8_0
+  DType dtype = DType::q4_1;         // q4_0, q4_1, q5_0 or q8_0
   int64_t out_features = 0;
   int64_t in_features = 0;
   std::vector<std::byte> blocks;     // [out_features, in_features] in dtype's blocks, columns in input_order

@@ -184,9 +184,10 @@ struct BlockQ4_1x16 {
 // other block's 64-byte loads would straddle two cache lines (streamed on
 // one core: 28 GB/s against Q4_1's 39 with its 320-byte blocks); a pair is 9
 // whole lines with both blocks' quants on line boundaries (8 rows: 32-byte
-// boundaries, those of their 32-byte loads). Holding all of a group's scales
-// before its quants aligned them too, but streamed slower still (17 GB/s
-// at AVX2).
+// boundaries, those of their 32-byte loads) when the group starts on one,
+// i.e. for even nb (a group is R · nb · 18 bytes). Holding all of a group's
+// scales before its quants aligned them too, but streamed slower still (17
+// GB/s at AVX2).
 template <int R>
 struct BlockQ4_0Rows {
   uint16_t d[R];
@@ -200,8 +201,9 @@ struct BlockQ4_0Pair {
 using BlockQ4_0x8 = BlockQ4_0Pair<kRepackRows>;
 using BlockQ4_0x16 = BlockQ4_0Pair<kWideRepackRows>;
 
-// Where block b of a group of nb repacked blocks keeps its scales and quants:
-// the layouts above are arrays of Group, the Q4_0 ones pairs and a lone block.
+// Where block b of a group of nb repacked blocks keeps its scales and quants,
+// for the nibble kernels: the Q4_1 and Q5 layouts above are arrays of Group,
+// the Q4_0 ones pairs and a lone block.
 template <typename Group>
 struct GroupBlocks {
   static const Group& block(const void* g, int64_t b) { return static_cast<const Group*>(g)[b]; }
@@ -337,6 +339,11 @@ static_assert(sizeof(BlockQ5_1x16) == 16 * sizeof(BlockQ5_1));
 static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0));
 static_assert(sizeof(BlockQ8_0x16Pair) == 2 * sizeof(BlockQ8_0x16) && sizeof(BlockQ8_0x16Pair) % 64 == 0);
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0));
+static_assert(sizeof(BlockQ4_0Rows<kRepackRows>) == 8 * sizeof(BlockQ4_0));
+static_assert(sizeof(BlockQ4_0Rows<kWideRepackRows>) == 16 * sizeof(BlockQ4_0));
+static_assert(sizeof(BlockQ4_0x8) == 16 * sizeof(BlockQ4_0) && offsetof(BlockQ4_0x8, qs) % 32 == 0);
+static_assert(sizeof(BlockQ4_0x16) == 32 * sizeof(BlockQ4_0) && sizeof(BlockQ4_0x16) % 64 == 0 &&
+              offsetof(BlockQ4_0x16, qs) % 64 == 0);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);

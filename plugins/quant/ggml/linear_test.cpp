@@ -318,7 +318,7 @@ TEST(Linear, ThreadCountDoesNotChangeResults) {
 // order), including the rows past the last whole group of 8.
 TEST(Linear, RepackedMatchesInPlace) {
   constexpr int64_t kOut = 45, kIn = 576;
-  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {  // Q4_0: as Q5_0 blocks
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 21);
     QuantLinear packed(w.data(), type, kOut, kIn, {}, /*repack=*/true);
     QuantLinear plain(w.data(), type, kOut, kIn, {}, /*repack=*/false);
