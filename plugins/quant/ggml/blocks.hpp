@@ -243,7 +243,7 @@ struct BlockQ5_1x16 {
 
 // Quants stored as q + 128 (0..255; bit 7 flipped), the unsigned operand of
 // vpdpbusd, so the kernel needs no vpsignb (which has no 512-bit form). The
-// kernel subtracts 128 * sum(x quants) of each block (ActivationScales::q_sum128).
+// kernel subtracts 128 * sum(x quants) of each block (ActivationScales::q_offset).
 // A group of nb blocks is stored as nb / 2 pairs, then one BlockQ8_0x16 if nb
 // is odd: a block is 544 bytes, so every other block's quants would start 32
 // bytes into a cache line and each 64-byte load would touch two lines (6%

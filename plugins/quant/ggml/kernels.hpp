@@ -67,11 +67,15 @@ using QuantizeQ8KFn = void (*)(const float* x, BlockQ8K* y, int64_t n);
 
 // The d and s of each Q8_1 activation block widened to f32 once per forward
 // (quant_linear.cpp), so the repacked kernels broadcast them with plain loads
-// instead of converting them again for every weight group.
+// instead of converting them again for every weight group; and the integer
+// a group kernel starts the block's sum at, for layouts whose kernels
+// multiply each weight quant as stored, k above its value (see
+// repacked_quant_excess, quant_linear.hpp): q_offset = −k · (sum of the block's 32 quants), so
+// the sum comes out exact in i32 with one broadcast per block and row.
 struct ActivationScales {
   float d;
   float s;
-  int32_t q_sum128;  // 128 * (sum of the block's 32 quants): the excess a weight stored as q + 128 adds (BlockQ8_0x16)
+  int32_t q_offset;
 };
 
 // Repacked group of R rows (blocks.hpp: R = 8 for BlockQ4_1x8 and BlockQ8_0x8,
@@ -152,7 +156,7 @@ struct KernelTable {
   KQuantTileFn q6_k;
   // The 16-row Q5_0/Q5_1 layouts (BlockQ5_0x16, BlockQ5_1x16), where the level
   // has kernels for them (AVX-512 VNNI and the scalar reference), else nullptr.
-  // Q5_0 reads ActivationScales::q_sum128 for its - 16.
+  // Q5_0 reads ActivationScales::q_offset for its - 16.
   RepackTileFn q5_0x16;
   RepackTileFn q5_1x16;
   // The 8-row Q5_0/Q5_1 layouts (BlockQ5_0x8, BlockQ5_1x8): every level.
@@ -188,7 +192,7 @@ struct KernelTable {
   HalfTileFn bf16_tile;
   // Q4_0's repacked layouts: 8 rows (BlockQ4_0x8, every level) and 16
   // (BlockQ4_0x16, AVX-512 VNNI and the scalar reference, else nullptr).
-  // They read ActivationScales::q_sum128 for their - 8.
+  // They read ActivationScales::q_offset for their - 8.
   RepackTileFn q4_0x8;
   RepackTileFn q4_0x16;
 };

@@ -52,7 +52,7 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
     __m512i dot[NX], dot_odd[kTwoChains ? NX : 1];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
-      dot[xi] = _mm512_set1_epi32(-xs[xi * x_row_blocks + b].q_sum128);
+      dot[xi] = _mm512_set1_epi32(xs[xi * x_row_blocks + b].q_offset);  // -128 * sum(x quants)
       if constexpr (kTwoChains) dot_odd[xi] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
@@ -81,13 +81,12 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
 // ones; the Q5 layouts OR in 16 where the chunk's byte mask
 // (BlockQ5_0x16::qh) has the row's fifth bit. Q4_1/Q5_1's minimum adds m * s
 // per block (s = d_x * sum(q_x)); Q5_0's -16 and Q4_0's -8 are taken off
-// exactly in i32: each block's sum starts at -16 (-8) * sum(x quants), i.e.
-// -q_sum128 / 8 (/ 16).
+// exactly in i32: each block's sum starts at -16 (-8) * sum(x quants), the
+// activation's q_offset.
 template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                        const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = NX <= 4;
-  constexpr int32_t kOffsetDivisor = kHighBits ? 8 : 16;  // q_sum128 / this = 16 or 8 times the quants' sum
   using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i bit4 = _mm512_set1_epi8(0x10);
@@ -102,8 +101,7 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
     __m512i dot[NX], dot_hi[kTwoChains ? NX : 1];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) {
-      dot[xi] = kMin ? _mm512_setzero_si512()
-                     : _mm512_set1_epi32(-(xs[xi * x_row_blocks + b].q_sum128 / kOffsetDivisor));
+      dot[xi] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(xs[xi * x_row_blocks + b].q_offset);
       if constexpr (kTwoChains) dot_hi[xi] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4

@@ -38,8 +38,8 @@ inline __m256 scales8(const uint16_t* h) {
 // The nibble layouts, 8 rows: Q4_0 (w = d (q - 8)), Q4_1 (w = d q + m), Q5_0
 // (w = d (q - 16)) and Q5_1 (w = d q + m, q in 0..31; kHighBits: 16 ORed in
 // from the chunk masks, fifth_bits_impl.hpp, which the including unit
-// provides). Q5_0's -16 and Q4_0's -8 are taken off exactly in i32 through
-// the activation's quant sums (-16 * sum(q_x) = -q_sum128 / 8; -8: / 16).
+// provides). Q5_0's -16 and Q4_0's -8 are taken off exactly in i32: the
+// activation's q_offset (-16 or -8 * sum(q_x)) is added to each block's sum.
 //
 // Loop order: quant group k outer, activation row inner, so consecutive
 // integer dot instructions feed different accumulators. Written row-major
@@ -51,7 +51,6 @@ template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                       const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
   constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
-  constexpr int32_t kOffsetDivisor = kHighBits ? 8 : 16;  // q_sum128 / this = 16 or 8 times the quants' sum
   using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NX];
@@ -109,7 +108,7 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
       __m256i sum = kHighBits ? dot[xi] : _mm256_madd_epi16(dot[xi], _mm256_set1_epi16(1));
 #endif
       const tessera::ggml::ActivationScales& xsb = xs[xi * x_row_blocks + b];
-      if constexpr (!kMin) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(xsb.q_sum128 / kOffsetDivisor));
+      if constexpr (!kMin) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(xsb.q_offset));
       acc[xi] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xsb.d)), _mm256_cvtepi32_ps(sum), acc[xi]);
       if constexpr (kMin) acc[xi] = _mm256_fmadd_ps(m, _mm256_set1_ps(xsb.s), acc[xi]);  // m * d_x * sum(q_x)
     }

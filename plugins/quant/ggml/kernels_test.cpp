@@ -350,7 +350,7 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         for (size_t b = 0; b < x.size(); ++b) {
           int32_t q_sum = 0;
           for (int8_t q : x[b].qs) q_sum += q;
-          xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s), 128 * q_sum};
+          xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s), -repacked_quant_excess(type, wide) * q_sum};
         }
         for (int nx = 1; nx <= kMaxRepackX; ++nx) {
           std::vector<float> want(kMaxRepackX * R), got(kMaxRepackX * R), plain_y(kMaxRepackX * R);
@@ -390,10 +390,11 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
     x[b].d = kOne;
     for (auto& q : x[b].qs) q = 127;
     x[b].s = f32_to_f16(32 * 127.0f);  // exact in f16; only meets m = 0 below
-    xs[b] = {1.0f, 32 * 127.0f, 128 * 32 * 127};
   }
   for (const int R : {kRepackRows, kWideRepackRows}) {
     for (DType type : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
+      for (int64_t b = 0; b < nb; ++b)
+        xs[b] = {1.0f, 32 * 127.0f, -repacked_quant_excess(type, R == kWideRepackRows) * 32 * 127};
       const RepackTileFn fn = repacked_group_kernel(k, type, R == kWideRepackRows);
       if (fn == nullptr) continue;  // no kernel for this layout at this level
       const size_t block_bytes = dtype_info(type).block_bytes;

@@ -71,6 +71,15 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   }
 }
 
+int32_t repacked_quant_excess(DType type, bool wide) {
+  switch (type) {
+    case DType::q8_0: return wide ? 128 : 0;
+    case DType::q5_0: return 16;
+    case DType::q4_0: return 8;
+    default: return 0;
+  }
+}
+
 RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide) {
   switch (type) {
     case DType::q4_0: return wide ? k.q4_0x16 : k.q4_0x8;
@@ -110,10 +119,8 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
 void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
   const int64_t nb = in_ / kBlock;
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  // Only the 16-row Q8_0 kernel (weights stored as q + 128) and the Q5_0 and Q4_0 group kernels (q - 16, q - 8)
-  // read the quant sums.
-  const bool want_q_sums =
-      (type_ == DType::q8_0 && group_rows_ == kWideRepackRows) || type_ == DType::q5_0 || type_ == DType::q4_0;
+  // The layouts whose kernels take the quant sums (q_offset); the others read none.
+  const int32_t excess = repacked_quant_excess(type_, group_rows_ == kWideRepackRows);
   // Per thread, one row at a time (grow, never shrink): q8x2's residual and
   // block sums, and the row's f16 fields converted in bulk (F16C where the
   // CPU has it; one at a time the portable conversion took ~2% of decode).
@@ -165,11 +172,11 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
     ActivationScales* row_scales = xs + i * m;
     for (int64_t b = 0; b < m; ++b) {
       int32_t q_sum = 0;
-      if (want_q_sums) {
+      if (excess != 0) {
         for (int j = 0; j < kBlock; ++j) q_sum += q[b].qs[j];
       }
       const float s = terms_ == 1 ? wide[m + b] : (b < nb ? sums[b] : 0.0f);
-      row_scales[b] = {wide[b], s, 128 * q_sum};
+      row_scales[b] = {wide[b], s, -excess * q_sum};
     }
   }
 }

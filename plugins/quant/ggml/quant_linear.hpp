@@ -20,6 +20,13 @@ namespace tessera::ggml {
 // or nullptr where `k` has none or the format has no repacked layout.
 RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide);
 
+// The k of ActivationScales::q_offset for a repacked layout (`wide`: its 16
+// rows): 128 for Q8_0 in 16 rows (stored q + 128, vpdpbusd's unsigned
+// operand), 16 for Q5_0 (x = q + 16), 8 for Q4_0 (q + 8); 0 for the others
+// (signed quants, or a minimum the kernel adds instead), whose kernels read
+// no q_offset.
+int32_t repacked_quant_excess(DType type, bool wide);
+
 class QuantLinear final : public Linear {
  public:
   // `weights`: out_features rows of in_features / 32 blocks of `type`, kept by
