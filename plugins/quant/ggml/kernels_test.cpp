@@ -378,7 +378,8 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
 
 // Every quant at its largest value against activations of 127 with unit
 // scales: the result is an integer (32 * 127 * q per block) exact in f32, so
-// any 16-bit partial sum that saturates shows. Random data rarely gets there.
+// any 16-bit partial sum that saturates shows, and so does a wrong q_offset
+// (Q8_0 in 16 rows: 128 * 32 * 127 per block). Random data rarely gets there.
 TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
   TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   const KernelTable& k = *kernels_for(GetParam());
@@ -392,17 +393,18 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
     x[b].s = f32_to_f16(32 * 127.0f);  // exact in f16; only meets m = 0 below
   }
   for (const int R : {kRepackRows, kWideRepackRows}) {
-    for (DType type : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
+    for (DType type : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q8_0}) {
       for (int64_t b = 0; b < nb; ++b)
         xs[b] = {1.0f, 32 * 127.0f, -repacked_quant_excess(type, R == kWideRepackRows) * 32 * 127};
       const RepackTileFn fn = repacked_group_kernel(k, type, R == kWideRepackRows);
       if (fn == nullptr) continue;  // no kernel for this layout at this level
       const size_t block_bytes = dtype_info(type).block_bytes;
       std::vector<uint8_t> rows(R * nb * block_bytes, 0xFF), packed(rows.size());
-      for (int64_t i = 0; i < R * nb; ++i) {  // d = 1 (and m = 0): every quant 15 or 31
+      for (int64_t i = 0; i < R * nb; ++i) {  // d = 1 (and m = 0): every quant 15, 31 or 127
         uint8_t* blk = rows.data() + i * block_bytes;
         std::memcpy(blk, &kOne, 2);
         if (type == DType::q4_1 || type == DType::q5_1) std::memset(blk + 2, 0, 2);
+        if (type == DType::q8_0) std::memset(blk + 2, 127, kBlock);
       }
       if (type == DType::q4_0) {
         const auto* src = reinterpret_cast<const BlockQ4_0*>(rows.data());
@@ -416,12 +418,20 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
         const auto* src = reinterpret_cast<const BlockQ5_0*>(rows.data());
         if (R == kWideRepackRows) repack_q5_0x16(src, R, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
         else repack_q5_0x8(src, R, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
-      } else {
+      } else if (type == DType::q5_1) {
         const auto* src = reinterpret_cast<const BlockQ5_1*>(rows.data());
         if (R == kWideRepackRows) repack_q5_1x16(src, R, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
         else repack_q5_1x8(src, R, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
+      } else {  // Q8_0: the 16-row layout stores q + 128 and takes 128 * sum(x) off through q_offset
+        const auto* src = reinterpret_cast<const BlockQ8_0*>(rows.data());
+        if (R == kWideRepackRows) repack_q8_0x16(src, R, nb, packed.data());
+        else repack_q8_0x8(src, R, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
       }
-      const int q = type == DType::q4_0 ? 15 - 8 : type == DType::q4_1 ? 15 : type == DType::q5_0 ? 31 - 16 : 31;
+      const int q = type == DType::q4_0   ? 15 - 8
+                    : type == DType::q4_1 ? 15
+                    : type == DType::q5_0 ? 31 - 16
+                    : type == DType::q5_1 ? 31
+                                          : 127;
       std::vector<float> y(R);
       fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R);
       for (int r = 0; r < R; ++r)

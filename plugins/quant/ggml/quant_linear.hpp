@@ -22,7 +22,7 @@ RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide);
 
 // The k of ActivationScales::q_offset for a repacked layout (`wide`: its 16
 // rows): 128 for Q8_0 in 16 rows (stored q + 128, vpdpbusd's unsigned
-// operand), 16 for Q5_0 (x = q + 16), 8 for Q4_0 (q + 8); 0 for the others
+// operand), 16 for Q5_0 (stored q + 16), 8 for Q4_0 (q + 8); 0 for the others
 // (signed quants, or a minimum the kernel adds instead), whose kernels read
 // no q_offset.
 int32_t repacked_quant_excess(DType type, bool wide);
@@ -82,7 +82,7 @@ class QuantLinear final : public Linear {
   int64_t repacked_rows_ = 0;    // rows held in repacked_
   int64_t terms_;                // 8-bit terms per activation block: 1 or 2
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, terms, in / 32] quantized activations; grows, never shrinks
-  std::vector<ActivationScales> x_scales_;  // [n_rows, terms, in / 32] their d and s as f32, 128 * sum(q) (repacked path)
+  std::vector<ActivationScales> x_scales_;  // [n_rows, terms, in / 32] their d and s as f32, q_offset (repacked path)
   const KernelTable* kernels_ = nullptr;     // chosen by the last prepare()
   int64_t prepared_rows_ = 0;                // rows the scratch holds after prepare()
 };
