@@ -8,6 +8,21 @@
 #include "tessera/half.hpp"
 
 namespace tessera::ggml {
+namespace {
+
+constexpr float kLargestF16 = 65504.0f;
+
+// s with its significand rounded to 7 bits (nearest; down where that would
+// pass the largest f16), as an f16 value.
+float with_seven_significant_bits(float s) {
+  int e = 0;
+  const float significand = std::frexp(s, &e);  // s = significand · 2^e, significand in [0.5, 1)
+  float r = std::ldexp(std::nearbyint(significand * 128.0f) / 128.0f, e);
+  if (r > kLargestF16) r = std::ldexp(std::floor(significand * 128.0f) / 128.0f, e);
+  return f16_to_f32(f32_to_f16(r));
+}
+
+}  // namespace
 
 BlockGrid choose_group_grid(const GroupShape& shape, const float* x, int n) {
   const int top = (1 << shape.bits) - 1;
@@ -26,9 +41,15 @@ BlockGrid choose_group_grid(const GroupShape& shape, const float* x, int n) {
   }
   // The checkpoint's scale is a finite f16, never 0: from the smallest
   // subnormal to the largest value (a wider group clamps at its ends).
-  constexpr float kLargestF16 = 65504.0f;
   float s = f16_to_f32(f32_to_f16(std::min((hi - lo) / static_cast<float>(top), kLargestF16)));
   if (!(s > 0.0f)) s = f16_to_f32(1);
+  // An asymmetric 4-bit step keeps 7 significant bits where GPTQ's reference
+  // keeps the f16's 11: every offset −s·z (z < 16) is then an f16 too, so
+  // the layer loads as Q4_1, 5.0 bits a weight, instead of Q5_0's 5.5. The
+  // step moves by at most 2^-8 of itself (Qwen2.5-Coder-0.5B into 4-bit
+  // groups of 128, Jargon File: 12.917 -> 12.911; decode 166-168 -> 178-179
+  // tok/s). 2- and 3-bit groups load as Q4_0 whatever their zeros.
+  if (!shape.symmetric && shape.bits == 4) s = with_seven_significant_bits(s);
   const int z = shape.symmetric ? (top + 1) / 2 : std::clamp(static_cast<int>(std::nearbyint(-lo / s)), 0, top);
   BlockGrid g;
   g.d = s;

@@ -41,7 +41,9 @@ struct GroupShape {
 // The grid of one group x[n] as GPTQ's reference quantizer chooses it:
 // [min(x, 0), max(x, 0)] (symmetric: ±max |x|) in 2^b − 1 steps, z the
 // level nearest 0 (symmetric: 2^(b−1)), s rounded to f16; an all-zero group
-// spans [−1, 1] as the reference's does.
+// spans [−1, 1] as the reference's does. One departure: an asymmetric 4-bit
+// s keeps 7 significant bits, so that every −s·z is an f16 and the group
+// loads as Q4_1 rather than Q5_0 (group_grid.cpp).
 BlockGrid choose_group_grid(const GroupShape& shape, const float* x, int n);
 
 // The block type that holds every group exactly (see above).

@@ -23,9 +23,13 @@ float f16(float v) { return f16_to_f32(f32_to_f16(v)); }
 
 TEST(GroupGrid, ChosenAsGptqsReferenceQuantizer) {
   const float x[4] = {-0.30f, 0.05f, 0.20f, 0.10f};
-  // Asymmetric: [min(x, 0), max(x, 0)] in 15 steps, z = round(0.30 / s).
+  // Asymmetric: [min(x, 0), max(x, 0)] in 15 steps, z = round(0.30 / s);
+  // at 4 bits s keeps 7 significant bits (0.5 / 15 = 0.5333 · 2^-4 -> 68/128
+  // · 2^-4), so −s·z is an f16; at 3 bits the f16's 11.
   const BlockGrid asym = choose_group_grid({4, 32, false}, x, 4);
-  EXPECT_EQ(asym.d, f16(0.50f / 15));
+  EXPECT_EQ(asym.d, 0.033203125f);
+  EXPECT_EQ(f16(asym.m), asym.m);
+  EXPECT_EQ(choose_group_grid({3, 32, false}, x, 4).d, f16(0.50f / 7));
   EXPECT_EQ(asym.empty_q, static_cast<int>(std::nearbyint(0.30f / asym.d)));
   EXPECT_EQ(asym.m, -asym.d * static_cast<float>(asym.empty_q));
   EXPECT_EQ(asym.top, 15);
@@ -38,19 +42,21 @@ TEST(GroupGrid, ChosenAsGptqsReferenceQuantizer) {
   const float positive[2] = {0.1f, 0.4f};
   EXPECT_EQ(choose_group_grid({2, 32, false}, positive, 2).empty_q, 0);
   const float zeros[2] = {0.0f, 0.0f};
-  const BlockGrid flat = choose_group_grid({4, 32, false}, zeros, 2);
+  const BlockGrid flat = choose_group_grid({4, 32, true}, zeros, 2);
   EXPECT_EQ(flat.d, f16(2.0f / 15));
   EXPECT_EQ(flat.value(flat.index(0.0f)), flat.d * static_cast<float>(flat.index(0.0f) - flat.empty_q));
-  // A group too wide for an f16 step keeps the largest finite one (its ends clamp).
+  // A group too wide for an f16 step keeps the largest finite one (its ends
+  // clamp); with 7 significant bits, the largest of those.
   const float huge[2] = {-3e6f, 3e6f};
-  EXPECT_EQ(choose_group_grid({4, 32, false}, huge, 2).d, 65504.0f);
+  EXPECT_EQ(choose_group_grid({4, 32, true}, huge, 2).d, 65504.0f);
+  EXPECT_EQ(choose_group_grid({4, 32, false}, huge, 2).d, 65024.0f);
 }
 
 // pack() writes the smallest blocks that hold every group: Q4_0 where every
 // q − z + 8 is a nibble (symmetric 4 bits, 2 and 3 bits always), Q8_0 for 8
-// bits, Q4_1 where every asymmetric −s·z is an f16 (here: weights of one
-// sign, z = 0), else Q5_0; the format's own dequantizer gives back every
-// value the groups hold.
+// bits, Q4_1 where every asymmetric −s·z is an f16 (always with the 7-bit
+// 4-bit steps), else Q5_0 (written here from the Q4_1 case's groups); the
+// format's own dequantizer gives back every value the groups hold.
 TEST(GroupGrid, TheBlocksHoldEveryGroupValueExactly) {
   constexpr int64_t kRows = 8, kCols = 32 * 7;
   const auto w = random_floats(kRows * kCols, 3);
@@ -62,7 +68,7 @@ TEST(GroupGrid, TheBlocksHoldEveryGroupValueExactly) {
     const std::vector<float>* weights;
   } cases[] = {{{4, 128, true}, DType::q4_0, &w},  {{3, 96, true}, DType::q4_0, &w},
                {{3, 32, false}, DType::q4_0, &w},  {{2, 32, false}, DType::q4_0, &w},
-               {{8, 64, true}, DType::q8_0, &w},   {{4, 64, false}, DType::q5_0, &w},
+               {{8, 64, true}, DType::q8_0, &w},   {{4, 64, false}, DType::q4_1, &w},
                {{4, 64, false}, DType::q4_1, &positive}};
   for (const auto& c : cases) {
     const GridWeights g = round_to_nearest(GridLayout(c.shape), c.weights->data(), kRows, kCols);
@@ -77,6 +83,19 @@ TEST(GroupGrid, TheBlocksHoldEveryGroupValueExactly) {
       for (int64_t col = 0; col < kCols; ++col)
         ASSERT_EQ(got[col], want[r * kCols + col]) << c.shape.bits << "-bit, row " << r << ", column " << col;
     }
+    if (g.type != DType::q4_1) continue;
+    // The same groups as Q5_0 blocks (x = q − z + 16), the loader's choice
+    // for offsets that are not f16 values: every value again.
+    const int64_t blocks_per_row = kCols / kBlock;
+    BlockQ5_0 block;
+    std::vector<float> q5(kBlock);
+    for (int64_t r = 0; r < kRows; ++r)
+      for (int64_t b = 0; b < blocks_per_row; ++b) {
+        pack_group_block(DType::q5_0, g.grid(r, b * kBlock), &g.q[static_cast<size_t>(r * kCols + b * kBlock)],
+                         &block);
+        ASSERT_TRUE(dequantize_row(DType::q5_0, &block, q5.data(), kBlock));
+        for (int j = 0; j < kBlock; ++j) ASSERT_EQ(q5[j], want[r * kCols + b * kBlock + j]) << "Q5_0, row " << r;
+      }
   }
 }
 
