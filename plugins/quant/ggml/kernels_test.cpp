@@ -319,27 +319,7 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
         const auto x = make_activations(kMaxRepackX, cols, static_cast<uint32_t>(nb * 7 + 4));
         const size_t row_bytes = dtype_row_bytes(type, cols);
         std::vector<uint8_t> packed(w.size());
-        if (type == DType::q4_0) {
-          const auto* src = reinterpret_cast<const BlockQ4_0*>(w.data());
-          if (wide) repack_q4_0x16(src, rows, nb, packed.data());
-          else repack_q4_0x8(src, rows, nb, packed.data());
-        } else if (type == DType::q5_0) {
-          const auto* src = reinterpret_cast<const BlockQ5_0*>(w.data());
-          if (wide) repack_q5_0x16(src, rows, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
-          else repack_q5_0x8(src, rows, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
-        } else if (type == DType::q5_1) {
-          const auto* src = reinterpret_cast<const BlockQ5_1*>(w.data());
-          if (wide) repack_q5_1x16(src, rows, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
-          else repack_q5_1x8(src, rows, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
-        } else if (type == DType::q4_1) {
-          const auto* src = reinterpret_cast<const BlockQ4_1*>(w.data());
-          if (wide) repack_q4_1x16(src, rows, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
-          else repack_q4_1x8(src, rows, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
-        } else {
-          const auto* src = reinterpret_cast<const BlockQ8_0*>(w.data());
-          if (wide) repack_q8_0x16(src, rows, nb, packed.data());
-          else repack_q8_0x8(src, rows, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
-        }
+        repack_rows(type, wide, w.data(), rows, nb, packed.data());
         const uint8_t* group = packed.data() + R * row_bytes;
         const QuantTileFn plain = type == DType::q4_0   ? ref.q4_0
                                   : type == DType::q4_1 ? ref.q4_1
@@ -406,27 +386,7 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
         if (type == DType::q4_1 || type == DType::q5_1) std::memset(blk + 2, 0, 2);
         if (type == DType::q8_0) std::memset(blk + 2, 127, kBlock);
       }
-      if (type == DType::q4_0) {
-        const auto* src = reinterpret_cast<const BlockQ4_0*>(rows.data());
-        if (R == kWideRepackRows) repack_q4_0x16(src, R, nb, packed.data());
-        else repack_q4_0x8(src, R, nb, packed.data());
-      } else if (type == DType::q4_1) {
-        const auto* src = reinterpret_cast<const BlockQ4_1*>(rows.data());
-        if (R == kWideRepackRows) repack_q4_1x16(src, R, nb, reinterpret_cast<BlockQ4_1x16*>(packed.data()));
-        else repack_q4_1x8(src, R, nb, reinterpret_cast<BlockQ4_1x8*>(packed.data()));
-      } else if (type == DType::q5_0) {
-        const auto* src = reinterpret_cast<const BlockQ5_0*>(rows.data());
-        if (R == kWideRepackRows) repack_q5_0x16(src, R, nb, reinterpret_cast<BlockQ5_0x16*>(packed.data()));
-        else repack_q5_0x8(src, R, nb, reinterpret_cast<BlockQ5_0x8*>(packed.data()));
-      } else if (type == DType::q5_1) {
-        const auto* src = reinterpret_cast<const BlockQ5_1*>(rows.data());
-        if (R == kWideRepackRows) repack_q5_1x16(src, R, nb, reinterpret_cast<BlockQ5_1x16*>(packed.data()));
-        else repack_q5_1x8(src, R, nb, reinterpret_cast<BlockQ5_1x8*>(packed.data()));
-      } else {  // Q8_0: the 16-row layout stores q + 128 and takes 128 * sum(x) off through q_offset
-        const auto* src = reinterpret_cast<const BlockQ8_0*>(rows.data());
-        if (R == kWideRepackRows) repack_q8_0x16(src, R, nb, packed.data());
-        else repack_q8_0x8(src, R, nb, reinterpret_cast<BlockQ8_0x8*>(packed.data()));
-      }
+      repack_rows(type, R == kWideRepackRows, rows.data(), R, nb, packed.data());
       const int q = type == DType::q4_0   ? 15 - 8
                     : type == DType::q4_1 ? 15
                     : type == DType::q5_0 ? 31 - 16

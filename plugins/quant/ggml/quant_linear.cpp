@@ -46,29 +46,7 @@ QuantLinear::QuantLinear(const void* weights, DType type, int64_t out_features, 
   const int64_t nb = in_ / kBlock;
   const size_t bytes = static_cast<size_t>(repacked_rows_) * row_bytes_;  // the same bytes, interleaved
   repacked_ = arena != nullptr ? arena->allocate(bytes) : WeightArena::allocate_alone(bytes);
-  std::byte* dst = repacked_.data;
-  const bool wide = group_rows_ == kWideRepackRows;
-  if (type == DType::q4_0) {
-    const auto* rows = reinterpret_cast<const BlockQ4_0*>(weights_);
-    if (wide) repack_q4_0x16(rows, repacked_rows_, nb, dst);
-    else repack_q4_0x8(rows, repacked_rows_, nb, dst);
-  } else if (type == DType::q5_0) {
-    const auto* rows = reinterpret_cast<const BlockQ5_0*>(weights_);
-    if (wide) repack_q5_0x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_0x16*>(dst));
-    else repack_q5_0x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_0x8*>(dst));
-  } else if (type == DType::q5_1) {
-    const auto* rows = reinterpret_cast<const BlockQ5_1*>(weights_);
-    if (wide) repack_q5_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_1x16*>(dst));
-    else repack_q5_1x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ5_1x8*>(dst));
-  } else if (type == DType::q4_1) {
-    const auto* rows = reinterpret_cast<const BlockQ4_1*>(weights_);
-    if (wide) repack_q4_1x16(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x16*>(dst));
-    else repack_q4_1x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ4_1x8*>(dst));
-  } else {
-    const auto* rows = reinterpret_cast<const BlockQ8_0*>(weights_);
-    if (wide) repack_q8_0x16(rows, repacked_rows_, nb, dst);
-    else repack_q8_0x8(rows, repacked_rows_, nb, reinterpret_cast<BlockQ8_0x8*>(dst));
-  }
+  repack_rows(type, group_rows_ == kWideRepackRows, weights_, repacked_rows_, nb, repacked_.data);
 }
 
 int32_t repacked_quant_excess(DType type, bool wide) {

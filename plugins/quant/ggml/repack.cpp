@@ -138,4 +138,33 @@ void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst) {
   }
 }
 
+void repack_rows(DType type, bool wide, const void* src, int64_t rows, int64_t nb, void* dst) {
+  switch (type) {
+    case DType::q4_0: {
+      const auto* in = static_cast<const BlockQ4_0*>(src);
+      return wide ? repack_q4_0x16(in, rows, nb, dst) : repack_q4_0x8(in, rows, nb, dst);
+    }
+    case DType::q4_1: {
+      const auto* in = static_cast<const BlockQ4_1*>(src);
+      return wide ? repack_q4_1x16(in, rows, nb, static_cast<BlockQ4_1x16*>(dst))
+                  : repack_q4_1x8(in, rows, nb, static_cast<BlockQ4_1x8*>(dst));
+    }
+    case DType::q5_0: {
+      const auto* in = static_cast<const BlockQ5_0*>(src);
+      return wide ? repack_q5_0x16(in, rows, nb, static_cast<BlockQ5_0x16*>(dst))
+                  : repack_q5_0x8(in, rows, nb, static_cast<BlockQ5_0x8*>(dst));
+    }
+    case DType::q5_1: {
+      const auto* in = static_cast<const BlockQ5_1*>(src);
+      return wide ? repack_q5_1x16(in, rows, nb, static_cast<BlockQ5_1x16*>(dst))
+                  : repack_q5_1x8(in, rows, nb, static_cast<BlockQ5_1x8*>(dst));
+    }
+    case DType::q8_0: {
+      const auto* in = static_cast<const BlockQ8_0*>(src);
+      return wide ? repack_q8_0x16(in, rows, nb, dst) : repack_q8_0x8(in, rows, nb, static_cast<BlockQ8_0x8*>(dst));
+    }
+    default: return;
+  }
+}
+
 }  // namespace tessera::ggml

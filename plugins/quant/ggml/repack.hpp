@@ -26,6 +26,9 @@ void repack_q5_1x8(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x8* 
 void repack_q5_1x16(const BlockQ5_1* src, int64_t rows, int64_t nb, BlockQ5_1x16* dst);
 // Each Q8_0 group is nb / 2 BlockQ8_0x16Pair and, for odd nb, one BlockQ8_0x16.
 void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst);
+// The same by format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): `rows` rows of `src`
+// into the 16-row layout (`wide`) or the 8-row one; dst holds their bytes.
+void repack_rows(DType type, bool wide, const void* src, int64_t rows, int64_t nb, void* dst);
 // K-quants, `rows` a multiple of 8 (repack_kquant.cpp): dst holds rows / 8
 // groups of nb repacked super-blocks.
 void repack_q4_kx8(const BlockQ4K* src, int64_t rows, int64_t nb, BlockQ4Kx8* dst);
