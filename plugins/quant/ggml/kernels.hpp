@@ -78,6 +78,18 @@ struct ActivationScales {
   int32_t q_offset;
 };
 
+// One activation row of n floats (a multiple of 32) as the Q8_1-based
+// products read it (QuantLinear): q[0, nb) = quantize_q8_1(x); with terms == 2
+// also q[nb, 2nb) = quantize_q8_1 of what the first term left out (r = x - d q,
+// rounded once), and the s of block b carries the sum of its 32 x (f32, summed
+// in double in a fixed order): its f16 rounding on the first term, what that
+// rounding left out on the second (activation_terms.hpp). scales, unless null,
+// [terms * nb]: d widened; s the f16 s widened with one term, with two the sum
+// on the first term and 0 on the second; q_offset = -excess * (sum of the
+// block's quants). Every level gives the same bits (activation_row_impl.hpp).
+using QuantizeActivationRowFn = void (*)(const float* x, int64_t n, int terms, int32_t excess, BlockQ8_1* q,
+                                         ActivationScales* scales);
+
 // Repacked group of R rows (blocks.hpp: R = 8 for BlockQ4_1x8 and BlockQ8_0x8,
 // 16 for the x16 layouts) of nb blocks: for xi < nx <= kMaxRepackX and r < R,
 // y[xi * y_stride + r] = dot(row r, activation row xi).
@@ -195,6 +207,7 @@ struct KernelTable {
   // They read ActivationScales::q_offset for their - 8.
   RepackTileFn q4_0x8;
   RepackTileFn q4_0x16;
+  QuantizeActivationRowFn quantize_activation_row;
 };
 
 // One table per level, defined in that level's translation unit. Calling one

@@ -608,6 +608,7 @@ float dot_bf16(const void* w, const float* x, int64_t n) {
 
 #define TESSERA_GGML_VNNI 0
 #include "kernels_repack_impl.hpp"
+#include "activation_row_impl.hpp"
 
 }  // namespace
 
@@ -627,6 +628,7 @@ const KernelTable& avx2_kernel_table() {
       nullptr, nullptr, nullptr, nullptr, nullptr,  // the K-quant pairs need AVX-512 VNNI
       nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
       repack::q4_0x8, nullptr,  // Q4_0's 16-row layout needs AVX-512 VNNI
+      &activation_row::quantize_row<&quantize_q8_1>,
   };
   return table;
 }

@@ -448,6 +448,7 @@ void half_tile(const uint16_t* w, size_t w_stride, int nw, const float* x, size_
 #if TESSERA_GGML_VNNI
 #include "kernels_repack16_impl.hpp"
 #endif
+#include "activation_row_impl.hpp"
 
 const KernelTable& make_table(IsaLevel level, const char* name) {
   static const KernelTable table{
@@ -497,6 +498,7 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
 #else
       nullptr,
 #endif
+      &activation_row::quantize_row<&quantize_q8_1>,
   };
   return table;
 }

@@ -353,6 +353,8 @@ void q8_0_group(const void* group, int64_t nb, const BlockQ8_1* x, const Activat
   }
 }
 
+#include "activation_row_impl.hpp"
+
 }  // namespace
 
 const KernelTable& scalar_kernel_table() {
@@ -397,6 +399,7 @@ const KernelTable& scalar_kernel_table() {
       nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
       &nibble_group<BlockQ4_0x8, kRepackRows, false, false>,
       &nibble_group<BlockQ4_0x16, kWideRepackRows, false, false>,
+      &activation_row::quantize_row<&quantize_row_q8_1>,
   };
   return table;
 }

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels.hpp"
-#include "tessera/half.hpp"
 #include "repack.hpp"
 #include "row_split.hpp"
 
@@ -95,67 +94,13 @@ void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Block
 }
 
 void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
-  const int64_t nb = in_ / kBlock;
+  const int64_t m = terms_ * (in_ / kBlock);  // blocks per row, both terms: [terms, nb]
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
   // The layouts whose kernels take the quant sums (q_offset); the others read none.
   const int32_t excess = repacked_quant_excess(type_, group_rows_ == kWideRepackRows);
-  // Per thread, one row at a time (grow, never shrink): q8x2's residual and
-  // block sums, and the row's f16 fields converted in bulk (F16C where the
-  // CPU has it; one at a time the portable conversion took ~2% of decode).
-  struct RowBuffers {
-    std::vector<float> residual, sums, wide;  // [in], [in / 32], [2 * terms * in / 32]
-    std::vector<uint16_t> bits;               // [2 * terms * in / 32]
-  };
-  thread_local RowBuffers buf;
-  const int64_t m = terms_ * nb;  // blocks per row, both terms
-  if (terms_ == 2 && buf.residual.size() < static_cast<size_t>(in_)) {
-    buf.residual.resize(static_cast<size_t>(in_));
-    buf.sums.resize(static_cast<size_t>(nb));
-  }
-  if (buf.bits.size() < static_cast<size_t>(2 * m)) {
-    buf.wide.resize(static_cast<size_t>(2 * m));
-    buf.bits.resize(static_cast<size_t>(2 * m));
-  }
-  float* sums = buf.sums.data();
-  float* wide = buf.wide.data();
-  uint16_t* bits = buf.bits.data();
   for (int64_t i = row_begin; i < row_end; ++i) {
-    const float* xi = x + i * in_;
-    BlockQ8_1* q = x_q8_.data() + i * m;  // [terms, nb]
-    k.quantize_q8_1(xi, q, in_);
-    if (terms_ == 2) {
-      q8_1_residual(xi, q, buf.residual.data(), sums, in_);
-      k.quantize_q8_1(buf.residual.data(), q + nb, in_);
-      // The minimum's sum (activation_terms.hpp): the ggml-layout tiles read
-      // an f16 s per term, so the two terms carry the exact sum's f16 rounding
-      // and what that rounding left out (together within 2^-22 of it).
-      f32_to_f16_n(sums, bits, nb);
-      f16_to_f32_n(bits, wide, nb);
-      for (int64_t b = 0; b < nb; ++b) wide[b] = sums[b] - wide[b];
-      f32_to_f16_n(wide, bits + nb, nb);
-      for (int64_t b = 0; b < nb; ++b) {
-        q[b].s = bits[b];
-        q[nb + b].s = bits[nb + b];
-      }
-    }
-    if (xs == nullptr) continue;
-    // d of every block widened; s too with one term. With two the repacked
-    // kernels read f32 s: the exact sum on the first term, none on the second.
-    const int64_t n_wide = terms_ == 2 ? m : 2 * m;
-    for (int64_t b = 0; b < m; ++b) {
-      bits[b] = q[b].d;
-      if (terms_ == 1) bits[m + b] = q[b].s;
-    }
-    f16_to_f32_n(bits, wide, n_wide);
-    ActivationScales* row_scales = xs + i * m;
-    for (int64_t b = 0; b < m; ++b) {
-      int32_t q_sum = 0;
-      if (excess != 0) {
-        for (int j = 0; j < kBlock; ++j) q_sum += q[b].qs[j];
-      }
-      const float s = terms_ == 1 ? wide[m + b] : (b < nb ? sums[b] : 0.0f);
-      row_scales[b] = {wide[b], s, -excess * q_sum};
-    }
+    k.quantize_activation_row(x + i * in_, in_, static_cast<int>(terms_), excess, x_q8_.data() + i * m,
+                              xs == nullptr ? nullptr : xs + i * m);
   }
 }
 

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "kernels.hpp"
 #include "reference.hpp"
 #include "ggml_testing.hpp"
 
@@ -186,6 +188,64 @@ TEST_P(QuantizeLevel, Q8_KMatchesScalarBitForBit) {
     EXPECT_EQ(got[b].d, want[b].d) << "super-block " << b;
     for (int j = 0; j < kSuperBlock; ++j) ASSERT_EQ(got[b].qs[j], want[b].qs[j]) << "super-block " << b << " element " << j;
     for (int g = 0; g < kSuperBlock / 16; ++g) EXPECT_EQ(got[b].bsums[g], want[b].bsums[g]) << "super-block " << b << " group " << g;
+  }
+}
+
+// The activation row of q8x2 at every level, against the terms it stands for
+// written out plainly: the first term is quantize_row_q8_1(x), the second
+// quantize_row_q8_1 of r = x - d q (rounded once: d q is exact), the s fields
+// carry the block's sum of x (f16 rounding, then what it left out), and the
+// widened scales what the repacked kernels read.
+TEST_P(QuantizeLevel, ActivationRowIsTheTermsItStandsFor) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable* k = kernels_for(GetParam());
+  ASSERT_NE(k, nullptr);
+  constexpr int64_t kRow = 32 * 19;  // 19 blocks: two chunks of the second term's 8 and a partial one
+  constexpr int64_t kNb = kRow / 32;
+  auto x = random_floats(kRow, 6, 3.0f);
+  for (int j = 64; j < 96; ++j) x[j] = 0.0f;         // an all-zero block
+  for (int j = 96; j < 128; ++j) x[j] *= 1e-2f;      // a small-scale one
+  x[200] = 1e-30f;
+  for (const int terms : {1, 2}) {
+    for (const int32_t excess : {0, 8, 128}) {
+      std::vector<BlockQ8_1> want(terms * kNb), got(terms * kNb);
+      std::vector<ActivationScales> scales(terms * kNb);
+      quantize_row_q8_1(x.data(), want.data(), kRow);
+      std::vector<double> sums(kNb);
+      for (int64_t b = 0; b < kNb; ++b)
+        for (int j = 0; j < 32; ++j) sums[b] += x[b * 32 + j];  // exact for these values
+      if (terms == 2) {
+        std::vector<float> r(kRow);
+        for (int64_t i = 0; i < kRow; ++i) {
+          const double d = f16_to_f32(want[i / 32].d);
+          r[i] = static_cast<float>(static_cast<double>(x[i]) - d * want[i / 32].qs[i % 32]);
+          ASSERT_LE(std::fabs(r[i]), 0.57 * d) << i;
+        }
+        quantize_row_q8_1(r.data(), want.data() + kNb, kRow);
+        for (int64_t b = 0; b < kNb; ++b) {
+          const auto sum = static_cast<float>(sums[b]);
+          want[b].s = f32_to_f16(sum);
+          want[kNb + b].s = f32_to_f16(sum - f16_to_f32(want[b].s));
+        }
+      }
+      k->quantize_activation_row(x.data(), kRow, terms, excess, got.data(), scales.data());
+      for (int64_t b = 0; b < terms * kNb; ++b) {
+        EXPECT_EQ(got[b].d, want[b].d) << terms << " terms, block " << b;
+        EXPECT_EQ(got[b].s, want[b].s) << terms << " terms, block " << b;
+        int32_t quant_sum = 0;
+        for (int j = 0; j < 32; ++j) {
+          ASSERT_EQ(got[b].qs[j], want[b].qs[j]) << terms << " terms, block " << b << " element " << j;
+          quant_sum += want[b].qs[j];
+        }
+        EXPECT_EQ(scales[b].d, f16_to_f32(want[b].d)) << b;
+        const float s = terms == 1 ? f16_to_f32(want[b].s) : b < kNb ? static_cast<float>(sums[b]) : 0.0f;
+        EXPECT_EQ(scales[b].s, s) << terms << " terms, block " << b;
+        EXPECT_EQ(scales[b].q_offset, -excess * quant_sum) << terms << " terms, block " << b;
+      }
+      std::vector<BlockQ8_1> without_scales(terms * kNb);
+      k->quantize_activation_row(x.data(), kRow, terms, excess, without_scales.data(), nullptr);
+      EXPECT_EQ(std::memcmp(without_scales.data(), got.data(), got.size() * sizeof(BlockQ8_1)), 0);
+    }
   }
 }
 
