@@ -27,6 +27,7 @@
 # functions to give back with one bug fixed; the completion copies them).
 # Usage: bench/speculative.sh [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all] [--draft FILE]
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
 
 rounds=2 gen=128 threads=2 f16=0 which=all draft=models/qwen2.5-coder-0.5b-instruct-q4_0.gguf
@@ -37,7 +38,7 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --f16) f16=1; shift ;;
     --prompts) which=$2; shift 2 ;;
-    --draft) draft=$2; shift 2 ;;
+    --draft) draft=$(cd "$caller" && realpath -m "$2"); shift 2 ;;
     *) echo "usage: $0 [--rounds N] [--gen N] [--threads N] [--f16] [--prompts code|copy|all] [--draft FILE]" >&2
        exit 2 ;;
   esac
@@ -46,6 +47,7 @@ done
 tessera=${TESSERA:-${TESSERA_BUILD_DIR:-build}/bin/tessera}
 llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
 target=models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+export BENCH_DRAFT=$draft  # recorded in every row
 for f in "$tessera" "$llama/llama-speculative-simple" "$llama/llama-speculative" "$llama/llama-lookup" \
          "$llama/llama-bench" "$target" "$draft"; do
   [[ -e $f ]] || { echo "error: $f is missing (scripts/fetch-qwen-pair.sh, scripts/make-qwen-draft.sh," \
@@ -84,9 +86,9 @@ Memory bandwidth, not arithmetic, bounds the speed of a language model that deco
 
 record() {  # engine config prompt round json-fields...
   python3 - "$@" >> "$out" <<'PY'
-import json, sys
+import json, os, sys
 engine, config, prompt, rnd, *fields = sys.argv[1:]
-row = {"engine": engine, "config": config, "prompt": prompt, "round": int(rnd)}
+row = {"engine": engine, "config": config, "prompt": prompt, "round": int(rnd), "draft": os.environ["BENCH_DRAFT"]}
 for f in fields:
     k, v = f.split("=", 1)
     try:
@@ -101,16 +103,18 @@ tessera_run() {  # config method prompt-name prompt round [extra tessera flags..
   local config=$1 method=$2 name=$3 prompt=$4 round=$5 log="$logs/tessera-${1// /-}-$3-$5.json"
   shift 5
   local draft_flag=()
-  [[ $method == draft-model || $method == both ]] && draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
+  [[ $method == draft-model || $method == both ]] &&
+    draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
   "$tessera" bench pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\"" \
     --set speculative.method="\"$method\"" "${draft_flag[@]}" \
     --prompt "$prompt" --gen-tokens "$gen" --repeat 1 --threads "$threads" --json -q "$@" > "$log"
   python3 - "$log" "$config" "$name" "$round" >> "$out" <<'PY'
-import json, sys
+import json, os, sys
 log, config, prompt, rnd = sys.argv[1:]
 j = json.load(open(log))
 s = j["speculation"]
 print(json.dumps({"engine": "tessera", "config": config, "prompt": prompt, "round": int(rnd),
+                  "draft": os.environ["BENCH_DRAFT"],
                   "tok_s": j["decode_tokens_per_s"]["median"], "decoded": j["gen_tokens"] - 1,
                   "drafted": s["drafted_tokens"], "accepted": s["accepted_tokens"],
                   "acceptance_rate": s["acceptance_rate"], "mean_acceptance_length": s["mean_acceptance_length"],
@@ -127,11 +131,11 @@ llama_run() {  # tool config prompt-name prompt round
   esac
   "$llama/$tool" "${args[@]}" > "$log" 2>&1 || { echo "warning: $tool failed, see $log" >&2; return 0; }
   python3 - "$log" "$config" "$name" "$round" >> "$out" <<'PY'
-import json, re, sys
+import json, os, re, sys
 log, config, prompt, rnd = sys.argv[1:]
 text = open(log, errors="replace").read()
 dec = re.findall(r"decoded\s+(\d+)\s+tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s", text)
-row = {"engine": "llama.cpp", "config": config, "prompt": prompt, "round": int(rnd)}
+row = {"engine": "llama.cpp", "config": config, "prompt": prompt, "round": int(rnd), "draft": os.environ["BENCH_DRAFT"]}
 if dec:
     row["decoded"], row["tok_s"] = int(dec[-1][0]), float(dec[-1][2])
 for key, name in (("n_drafted", "drafted"), ("n_accept", "accepted")):

@@ -1,8 +1,9 @@
 // activation_row_impl.hpp: KernelTable::quantize_activation_row, written once
 // in plain C++ and included by each level's translation unit (inside its
 // anonymous namespace), so the loops are vectorized with that level's
-// instructions and call its own inlined quantize_q8_1. Every level gives the
-// same bits: the floating-point steps are spelled out in a fixed order.
+// instructions around its own quantize_q8_1 (the scalar level's is
+// reference.cpp's quantize_row_q8_1). Every level gives the same bits: the
+// floating-point steps are spelled out in a fixed order.
 //
 // The includer has included kernels.hpp, and <immintrin.h> where F16C is on
 // (tessera/half.hpp where it is off), before its anonymous namespace.
@@ -19,7 +20,9 @@ inline uint16_t narrow(float f) { return tessera::f32_to_f16(f); }
 #endif
 
 // The sum of a block's 32 floats in double, in one fixed order (lanes j and
-// j + 8, + 16, + 24, then a tree over the 8 lanes), rounded once to f32.
+// j + 8, + 16, + 24, then a tree over the 8 lanes), then rounded to f32: the
+// same bits at every level (exact, and so rounded once, unless the block's
+// values span more than ~2^24 in magnitude).
 inline float block_sum(const float* x) {
   double lane[8];
   for (int j = 0; j < 8; ++j) {

@@ -84,8 +84,9 @@ struct ActivationScales {
 // rounded once), and the s of block b carries the sum of its 32 x (f32, summed
 // in double in a fixed order): its f16 rounding on the first term, what that
 // rounding left out on the second (activation_terms.hpp). scales, unless null,
-// [terms * nb]: d widened; s the f16 s widened with one term, with two the sum
-// on the first term and 0 on the second; q_offset = -excess * (sum of the
+// [terms * nb]: d widened; s with one term quantize_q8_1's f16 s (d times the
+// sum of the quants) widened, with two the sum of x on the first term and 0 on
+// the second; q_offset = -excess * (sum of the
 // block's quants). Every level gives the same bits (activation_row_impl.hpp).
 using QuantizeActivationRowFn = void (*)(const float* x, int64_t n, int terms, int32_t excess, BlockQ8_1* q,
                                          ActivationScales* scales);

@@ -213,7 +213,7 @@ TEST_P(QuantizeLevel, ActivationRowIsTheTermsItStandsFor) {
       quantize_row_q8_1(x.data(), want.data(), kRow);
       std::vector<double> sums(kNb);
       for (int64_t b = 0; b < kNb; ++b)
-        for (int j = 0; j < 32; ++j) sums[b] += x[b * 32 + j];  // exact for these values
+        for (int j = 0; j < 32; ++j) sums[b] += x[b * 32 + j];  // in order: these blocks sum exactly in any
       if (terms == 2) {
         std::vector<float> r(kRow);
         for (int64_t i = 0; i < kRow; ++i) {
@@ -246,6 +246,25 @@ TEST_P(QuantizeLevel, ActivationRowIsTheTermsItStandsFor) {
       k->quantize_activation_row(x.data(), kRow, terms, excess, without_scales.data(), nullptr);
       EXPECT_EQ(std::memcmp(without_scales.data(), got.data(), got.size() * sizeof(BlockQ8_1)), 0);
     }
+  }
+  // Blocks whose sums are not exact in double (values 2^60 apart; d stays an
+  // f16): the order is the one written out in activation_row_impl.hpp at
+  // every level, so the sums, and the rows, are the scalar level's to the bit.
+  auto wide = random_floats(kRow, 7, 1.0f);
+  for (int64_t b = 0; b < kNb; ++b) {
+    wide[b * 32 + b % 32] = 1e6f;
+    wide[b * 32 + (b + 7) % 32] = -1e6f;
+    wide[b * 32 + (b + 13) % 32] *= 1e-12f;
+  }
+  std::vector<BlockQ8_1> want(2 * kNb), got(2 * kNb);
+  std::vector<ActivationScales> want_scales(2 * kNb), got_scales(2 * kNb);
+  scalar_kernel_table().quantize_activation_row(wide.data(), kRow, 2, 16, want.data(), want_scales.data());
+  k->quantize_activation_row(wide.data(), kRow, 2, 16, got.data(), got_scales.data());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(BlockQ8_1)), 0);
+  for (int64_t b = 0; b < 2 * kNb; ++b) {
+    EXPECT_EQ(got_scales[b].s, want_scales[b].s) << "block " << b;
+    EXPECT_EQ(got_scales[b].d, want_scales[b].d) << "block " << b;
+    EXPECT_EQ(got_scales[b].q_offset, want_scales[b].q_offset) << "block " << b;
   }
 }
 
