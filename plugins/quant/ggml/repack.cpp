@@ -8,10 +8,16 @@ namespace tessera::ggml {
 
 namespace {
 
+// Row r's 16 bytes of nibbles (one ggml block's qs) into the chunks of an
+// R-row block: bytes 4k..4k+3 go to chunk k, at bytes 4r..4r+3.
+template <int R>
+void chunk_nibbles(const uint8_t* row_qs, int r, uint8_t* chunks) {
+  for (int k = 0; k < 4; ++k) std::memcpy(chunks + 4 * R * k + 4 * r, row_qs + 4 * k, 4);
+}
+
 // R rows (8 or 16) of a nibble format (Q4_1, Q5_0, Q5_1) into Group: the
-// scales (and minimums), chunk k of qs holding bytes 4k..4k+3 of each row's
-// qs (row r at bytes 4r..4r+3), and for Q5 the fifth bits regrouped into the
-// chunk masks of blocks.hpp.
+// scales (and minimums), the quants chunked (chunk_nibbles), and for Q5 the
+// fifth bits regrouped into the chunk masks of blocks.hpp.
 template <typename Block, typename Group, int R>
 void repack_nibble_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) {
   constexpr bool kHighBits = requires(const Block& in) { in.qh; };
@@ -23,7 +29,7 @@ void repack_nibble_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) 
         const Block& in = src[(g * R + r) * nb + b];
         out.d[r] = in.d;
         if constexpr (requires { in.m; }) out.m[r] = in.m;
-        for (int k = 0; k < 4; ++k) std::memcpy(out.qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
+        chunk_nibbles<R>(in.qs, r, out.qs);
         if constexpr (kHighBits) {
           using Mask = std::remove_reference_t<decltype(out.qh[0])>;  // uint32_t (8 rows) or uint64_t (16)
           uint32_t high;
@@ -41,7 +47,7 @@ void repack_nibble_rows(const Block* src, int64_t rows, int64_t nb, Group* dst) 
 }
 
 // R rows of Q4_0 into its groups of pairs (blocks.hpp), each block's quants
-// chunked as in repack_nibble_rows.
+// chunked (chunk_nibbles).
 template <int R>
 void repack_q4_0_pairs(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst) {
   const auto group_bytes = static_cast<size_t>(nb * R) * sizeof(BlockQ4_0);
@@ -54,7 +60,7 @@ void repack_q4_0_pairs(const BlockQ4_0* src, int64_t rows, int64_t nb, void* dst
       for (int r = 0; r < R; ++r) {
         const BlockQ4_0& in = src[(g * R + r) * nb + b];
         d[r] = in.d;
-        for (int k = 0; k < 4; ++k) std::memcpy(qs + 4 * R * k + 4 * r, in.qs + 4 * k, 4);
+        chunk_nibbles<R>(in.qs, r, qs);
       }
     }
   }
