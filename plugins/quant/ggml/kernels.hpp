@@ -86,8 +86,8 @@ struct ActivationScales {
 // rounding left out on the second (activation_terms.hpp). scales, unless null,
 // [terms * nb]: d widened; s with one term quantize_q8_1's f16 s (d times the
 // sum of the quants) widened, with two the sum of x on the first term and 0 on
-// the second; q_offset = -excess * (sum of the
-// block's quants). Every level gives the same bits (activation_row_impl.hpp).
+// the second; q_offset = -excess * (sum of the block's quants). Every level
+// gives the same bits (activation_row_impl.hpp).
 using QuantizeActivationRowFn = void (*)(const float* x, int64_t n, int terms, int32_t excess, BlockQ8_1* q,
                                          ActivationScales* scales);
 

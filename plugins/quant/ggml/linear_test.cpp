@@ -435,9 +435,10 @@ TEST(Linear, PrepareComputeSplitEqualsForward) {
   EXPECT_EQ(linear.prepare(x.data(), 0).code(), StatusCode::invalid_argument);
 }
 
-// The K-quants' second term's input: r = x - d q is x's rounding left out
-// (d q is exact in f32, so r is rounded once). (The Q8_1 rows' is
-// QuantizeLevel.ActivationRowIsTheTermsItStandsFor.)
+// The K-quants' second term's input: r = x - d q, what the first term left
+// out (Q8_K's d is an f32, so d q is rounded before the difference, in a
+// unit compiled for any CPU: every level gets these bits). (The Q8_1 rows'
+// is QuantizeLevel.ActivationRowIsTheTermsItStandsFor.)
 TEST(ActivationTerms, ResidualIsWhatTheFirstTermLeftOut) {
   constexpr int64_t kN = 4 * kSuperBlock;
   const auto x = random_floats(kN, 3, 2.0f);
