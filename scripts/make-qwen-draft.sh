@@ -20,8 +20,12 @@
 # build/ or TESSERA_BUILD_DIR, as scripts/build.sh).
 # A file already there is kept; tessera quantize writes a temporary file and
 # renames it at the end, so an interrupted run leaves no partial file.
-# Usage: scripts/make-qwen-draft.sh
+# Usage: scripts/make-qwen-draft.sh [--if-built]
+#   --if-built: where Tessera is not built yet, say so and exit 0 (how
+#   scripts/fetch-qwen-pair.sh calls it).
 set -euo pipefail
+if_built=0
+[[ ${1-} == --if-built ]] && if_built=1
 tessera=${TESSERA:+$(realpath -m "$TESSERA")}  # relative to the caller's folder
 cd "$(dirname "$0")/.."
 tessera=${tessera:-${TESSERA_BUILD_DIR:-build}/bin/tessera}  # relative to the repository, as in build.sh
@@ -33,7 +37,14 @@ if [[ -f $out ]]; then
   echo "ready: $out"
   exit 0
 fi
-[[ -x $tessera ]] || { echo "error: $tessera is missing: build Tessera first (scripts/build.sh)" >&2; exit 1; }
+if [[ ! -x $tessera ]]; then
+  if ((if_built)); then
+    echo "note: Tessera is not built yet; after scripts/build.sh, run scripts/make-qwen-draft.sh for the Q4_0 draft"
+    exit 0
+  fi
+  echo "error: $tessera is missing: build Tessera first (scripts/build.sh)" >&2
+  exit 1
+fi
 [[ -f $source_model ]] || { echo "error: $source_model is missing: run scripts/fetch-qwen-pair.sh" >&2; exit 1; }
 
 echo "quantizing $source_model into Q4_0 (head and embedding too) ..."

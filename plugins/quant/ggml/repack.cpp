@@ -144,31 +144,28 @@ void repack_q8_0x16(const BlockQ8_0* src, int64_t rows, int64_t nb, void* dst) {
   }
 }
 
+namespace {
+
+// One format's 8-row (narrow) or 16-row (wide) repacking, its types taken
+// from the two functions.
+template <typename Block, typename Narrow, typename Wide>
+void repack_either(bool wide, const void* src, int64_t rows, int64_t nb, void* dst,
+                   void (*narrow_rows)(const Block*, int64_t, int64_t, Narrow*),
+                   void (*wide_rows)(const Block*, int64_t, int64_t, Wide*)) {
+  const auto* in = static_cast<const Block*>(src);
+  if (wide) wide_rows(in, rows, nb, static_cast<Wide*>(dst));
+  else narrow_rows(in, rows, nb, static_cast<Narrow*>(dst));
+}
+
+}  // namespace
+
 void repack_rows(DType type, bool wide, const void* src, int64_t rows, int64_t nb, void* dst) {
   switch (type) {
-    case DType::q4_0: {
-      const auto* in = static_cast<const BlockQ4_0*>(src);
-      return wide ? repack_q4_0x16(in, rows, nb, dst) : repack_q4_0x8(in, rows, nb, dst);
-    }
-    case DType::q4_1: {
-      const auto* in = static_cast<const BlockQ4_1*>(src);
-      return wide ? repack_q4_1x16(in, rows, nb, static_cast<BlockQ4_1x16*>(dst))
-                  : repack_q4_1x8(in, rows, nb, static_cast<BlockQ4_1x8*>(dst));
-    }
-    case DType::q5_0: {
-      const auto* in = static_cast<const BlockQ5_0*>(src);
-      return wide ? repack_q5_0x16(in, rows, nb, static_cast<BlockQ5_0x16*>(dst))
-                  : repack_q5_0x8(in, rows, nb, static_cast<BlockQ5_0x8*>(dst));
-    }
-    case DType::q5_1: {
-      const auto* in = static_cast<const BlockQ5_1*>(src);
-      return wide ? repack_q5_1x16(in, rows, nb, static_cast<BlockQ5_1x16*>(dst))
-                  : repack_q5_1x8(in, rows, nb, static_cast<BlockQ5_1x8*>(dst));
-    }
-    case DType::q8_0: {
-      const auto* in = static_cast<const BlockQ8_0*>(src);
-      return wide ? repack_q8_0x16(in, rows, nb, dst) : repack_q8_0x8(in, rows, nb, static_cast<BlockQ8_0x8*>(dst));
-    }
+    case DType::q4_0: return repack_either(wide, src, rows, nb, dst, &repack_q4_0x8, &repack_q4_0x16);
+    case DType::q4_1: return repack_either(wide, src, rows, nb, dst, &repack_q4_1x8, &repack_q4_1x16);
+    case DType::q5_0: return repack_either(wide, src, rows, nb, dst, &repack_q5_0x8, &repack_q5_0x16);
+    case DType::q5_1: return repack_either(wide, src, rows, nb, dst, &repack_q5_1x8, &repack_q5_1x16);
+    case DType::q8_0: return repack_either(wide, src, rows, nb, dst, &repack_q8_0x8, &repack_q8_0x16);
     default: return;
   }
 }
