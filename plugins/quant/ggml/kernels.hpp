@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "blocks.hpp"
 #include "tessera/isa.hpp"
@@ -115,14 +116,60 @@ using KQuantTileFn = void (*)(const void* w, size_t w_row_bytes, int nw, const B
 using KQuantGroupFn = void (*)(const void* group, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
                                float* y, size_t y_stride);
 
+inline constexpr int kPanelRows = 16;    // weight rows of a panel
+inline constexpr int kPanelTileX = 16;   // its activation rows come in multiples of this
+inline constexpr int kPanelStep = 64;    // quants per row of an activation tile (K of one tile product)
+inline constexpr int kPanelRuns = 8;     // runs of 32 quants in a super-block (Q4_K/Q5_K's scale and min)
+
+// The activations as the panels read them besides their Q8_K blocks, `rows`
+// rows (terms of rows) written by panel_quants:
+//   quants   [nb, 256 / 64, rows, 64] int8, 64-byte aligned: block b's quants
+//            64 s .. 64 s + 63 of row m at ((b * 4 + s) * rows + m) * 64, so a
+//            tile of 16 rows is 1 KiB in a row. Read straight from the Q8_K
+//            blocks (292 bytes apart, quants from byte 4) each of a tile's 16
+//            rows straddled two cache lines, and those loads took half a
+//            panel's time.
+//   run_sums [nb, rows, 8] int16: the sums of block b's 8 runs of 32 quants
+//            (|sum| <= 4096), which Q4_K/Q5_K's minimums multiply: four
+//            16-bit pair products per row where the Q8_K blocks' sums per 16
+//            took eight.
+struct PanelActivations {
+  int8_t* quants = nullptr;
+  int16_t* run_sums = nullptr;
+  size_t rows = 0;
+};
+
+// Bytes of PanelActivations for `rows` rows of nb blocks (the run sums after the quants).
+inline size_t panel_activation_bytes(int64_t nb, size_t rows) {
+  return static_cast<size_t>(nb) * rows * (kSuperBlock + kPanelRuns * sizeof(int16_t));
+}
+inline PanelActivations panel_activations(void* memory, int64_t nb, size_t rows) {
+  auto* bytes = static_cast<uint8_t*>(memory);
+  return {reinterpret_cast<int8_t*>(bytes), reinterpret_cast<int16_t*>(bytes + static_cast<size_t>(nb) * rows * kSuperBlock),
+          rows};
+}
+
+// Activation row `row` (nb Q8_K blocks at x) into a's layout.
+inline void panel_quants(const BlockQ8K* x, int64_t nb, int64_t row, const PanelActivations& a) {
+  constexpr int steps = kSuperBlock / kPanelStep;
+  const auto r = static_cast<size_t>(row);
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto bs = static_cast<size_t>(b);
+    for (int s = 0; s < steps; ++s)
+      std::memcpy(a.quants + ((bs * steps + s) * a.rows + r) * kPanelStep, x[b].qs + kPanelStep * s, kPanelStep);
+    for (int j = 0; j < kPanelRuns; ++j)
+      a.run_sums[(bs * a.rows + r) * kPanelRuns + j] = static_cast<int16_t>(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+  }
+}
+
 // Repacked K-quant panel (amx level): 16 weight rows, the groups of 8 at
 // `groups` and `groups + group_bytes`, against nx activation rows, nx a
 // multiple of 16: y[xi * y_stride + r] = dot(row r, activation row xi),
 // r < 16, each to the bit what KQuantGroupFn gives for its group.
+// The activations twice: x (x_row_blocks apart) for their scales and sums,
+// xa (the same rows from its first) for their quants and run sums.
 using KQuantPanelFn = void (*)(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x,
-                               size_t x_row_blocks, int nx, float* y, size_t y_stride);
-inline constexpr int kPanelRows = 16;    // weight rows of a panel
-inline constexpr int kPanelTileX = 16;   // its activation rows come in multiples of this
+                               size_t x_row_blocks, const PanelActivations& xa, int nx, float* y, size_t y_stride);
 
 // Two consecutive repacked K-quant groups as one: the 16 rows of the groups
 // of 8 at `groups` and `groups + group_bytes` against nx <= kMaxRepackX

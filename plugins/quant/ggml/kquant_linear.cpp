@@ -108,9 +108,14 @@ void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const Bloc
   }
 }
 
-void KQuantLinear::reserve_scratch(int64_t n_rows) {
-  const auto needed = static_cast<size_t>(n_rows * terms_ * (in_ / kSuperBlock));
-  if (x_q8k_.size() < needed) x_q8k_.resize(needed);  // steady state: no allocation
+void KQuantLinear::reserve_scratch(const KernelTable& k, int64_t n_rows) {
+  const auto nb = static_cast<size_t>(in_ / kSuperBlock);
+  const auto term_rows = static_cast<size_t>(n_rows * terms_);
+  if (x_q8k_.size() < term_rows * nb) x_q8k_.resize(term_rows * nb);  // steady state: no allocation
+  // The panels take whole tiles of 16 term rows: fewer never reach them.
+  if (panel_kernel(k) == nullptr || term_rows < kPanelTileX || term_rows <= x_panel_.rows) return;
+  x_panel_memory_ = HostBuffer(panel_activation_bytes(static_cast<int64_t>(nb), term_rows));
+  x_panel_ = panel_activations(x_panel_memory_.data(), static_cast<int64_t>(nb), term_rows);
 }
 
 void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
@@ -124,6 +129,8 @@ void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t r
       q8_k_residual(x + i * in_, q, residual.data(), in_);
       k.quantize_q8_k(residual.data(), q + nb, in_);
     }
+    if (x_panel_.rows == 0) continue;
+    for (int64_t t = 0; t < terms_; ++t) panel_quants(q + t * nb, nb, i * terms_ + t, x_panel_);
   }
 }
 
@@ -156,14 +163,14 @@ void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int6
   // panel take the group kernels.
   const KQuantPanelFn panel = panel_kernel(k);
   const int64_t tiled = n_rows / kPanelTileX * kPanelTileX;
-  if (panel == nullptr || tiled == 0) {
+  if (panel == nullptr || tiled == 0 || x_panel_.rows < static_cast<size_t>(tiled)) {
     groups(n_rows, 0, r_begin, r_end);
     return;
   }
   int64_t r = r_begin;  // a multiple of 8 (column_alignment)
   for (; r + kPanelRows <= r_end && r + kPanelRows <= repacked_rows_; r += kPanelRows) {
     panel(repacked_.data + (r / kRepackRows) * group_bytes_, group_bytes_, nb, x_q8k_.data(), static_cast<size_t>(nb),
-          static_cast<int>(tiled), y + (r - r_begin), static_cast<size_t>(y_stride));
+          x_panel_, static_cast<int>(tiled), y + (r - r_begin), static_cast<size_t>(y_stride));
   }
   if (tiled < n_rows && r > r_begin) groups(n_rows - tiled, tiled, r_begin, r);
   if (r < r_end) groups(n_rows, 0, r, r_end);
@@ -174,7 +181,7 @@ Status KQuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept 
   if (x == nullptr || y == nullptr) return InvalidArgument("ggml K-quant linear: null input or output");
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
-    reserve_scratch(std::min(n_rows, kMaxScratchRows));
+    reserve_scratch(k, std::min(n_rows, kMaxScratchRows));
     forward_in_chunks(
         x, y, n_rows, in_, out_, weight_bytes(), kRepackRows,
         [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
@@ -189,7 +196,7 @@ Status KQuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();
     kernels_ = &k;
-    reserve_scratch(n_rows);
+    reserve_scratch(k, n_rows);
     quantize_rows(k, x, 0, n_rows);
     prepared_rows_ = n_rows;
     return Status::Ok();

@@ -21,8 +21,8 @@
 //
 // The weight tiles of a super-block are unpacked once (nibbles to bytes, in
 // the layout tdpbsud reads: row kk of a B tile holds quants 4kk..4kk+3 of each
-// of the 16 rows) and used for every activation tile; the activation tiles are
-// read straight from the Q8_K rows (a tile load takes a stride).
+// of the 16 rows) and used for every activation tile; the activation tiles
+// come from the quants in tile order (panel_quants, kernels.hpp), 1 KiB each.
 #include <immintrin.h>
 
 #include <cstring>
@@ -35,6 +35,7 @@ namespace {
 // kPanelRows (kernels.hpp) weight rows: one tile's 16 i32 columns.
 constexpr int kTileRows = kPanelTileX;  // activation rows per tile
 static_assert(kPanelRows == 2 * kRepackRows && kPanelRows == 16);
+static_assert(kPanelStep == 64 && kSuperBlock == 4 * kPanelStep);  // four K = 64 steps a super-block
 
 // Palette 1's configuration block (64 bytes, as ldtilecfg reads it).
 struct alignas(64) TileConfig {
@@ -82,6 +83,15 @@ inline __m512i bsum_pair(const BlockQ8K& x, int j) {
   return _mm512_set1_epi32(v);
 }
 
+// Activation rows m0 .. m0 + 15, quants 64 step .. of super-block b: one
+// tile, 1 KiB in a row (PanelActivations).
+inline const int8_t* activation_tile(const PanelActivations& xa, int64_t b, int step, int m0) {
+  return xa.quants + ((static_cast<size_t>(b) * 4 + step) * xa.rows + m0) * kPanelStep;
+}
+inline const int16_t* run_sums_of(const PanelActivations& xa, int64_t b, int m0) {
+  return xa.run_sums + (static_cast<size_t>(b) * xa.rows + m0) * kPanelRuns;
+}
+
 // Every tile 16 rows of 64 bytes: K = 64 per product. (Q4_K/Q5_K: tiles
 // 0-3 the sums S_lo and S_hi of two activation tiles, 4, 5 the two activation
 // tiles, 6, 7 the weights times sl and times sh; Q6_K: q6_k_panel.)
@@ -102,7 +112,7 @@ void configure_k64_tiles() {
 struct alignas(64) K4Block {
   uint8_t lo[4][16][64];          // [step][kk][16 rows x 4]: q * (sc & 7)
   uint8_t hi[4][16][64];          // q * (sc >> 3)
-  int32_t min_pairs[8][16];       // [run][row]: the minimum as an i16 pair
+  int32_t min_pairs[4][16];       // [i][row]: the minimums of runs 2i, 2i + 1 as an i16 pair
 };
 
 // sc's digit as the i16 pair of each row's lane: a vpmullw by it multiplies
@@ -132,21 +142,36 @@ void unpack_k4(const Group& g0, const Group& g1, K4Block& p) {
       _mm512_store_si512(p.hi[step][row0 + t], _mm512_mullo_epi16(lo, sh));
       _mm512_store_si512(p.hi[step][row0 + 4 + t], _mm512_mullo_epi16(hi, sh));
     }
-    _mm512_store_si512(p.min_pairs[j], digit_pairs(rows_u8(g0.mins[j], g1.mins[j])));
+    if (j % 2 == 1) {
+      const __m512i m_even = rows_u8(g0.mins[j - 1], g1.mins[j - 1]), m_odd = rows_u8(g0.mins[j], g1.mins[j]);
+      _mm512_store_si512(p.min_pairs[j / 2], _mm512_or_si512(m_even, _mm512_slli_epi32(m_odd, 16)));
+    }
   }
 }
 
-// sum over j of the pair (factor of 2j, of 2j + 1) times the activations' sums per 16.
+// sum over j of the pair (factor of 2j, of 2j + 1) times the activations' sums per 16 (Q6_K's scales).
 inline __m512i offset_sum(const int32_t (&pairs)[8][16], const BlockQ8K& x) {
   __m512i acc = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) acc = _mm512_dpwssd_epi32(acc, _mm512_load_si512(pairs[j]), bsum_pair(x, j));
   return acc;
 }
 
-// The f32 close of one super-block for 16 activation rows (KQuantGroupFn's steps).
+// sum over runs j of the minimum of j times the activations' run sum (4 pairs of runs).
+inline __m512i min_sum(const int32_t (&pairs)[4][16], const int16_t* run_sums) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int i = 0; i < 4; ++i) {
+    int32_t v;
+    std::memcpy(&v, run_sums + 2 * i, 4);
+    acc = _mm512_dpwssd_epi32(acc, _mm512_load_si512(pairs[i]), _mm512_set1_epi32(v));
+  }
+  return acc;
+}
+
+// The f32 close of one super-block for 16 activation rows (KQuantGroupFn's
+// steps); run_sums: the first row's run sums of this block (kPanelRuns apart).
 inline void close_k4(const int32_t (&s_lo)[kTileRows][kPanelRows], const int32_t (&s_hi)[kTileRows][kPanelRows],
-                     const K4Block& p, __m512 d, __m512 dmin, const BlockQ8K* x, size_t x_row_blocks, bool first,
-                     float* y, size_t y_stride) {
+                     const K4Block& p, __m512 d, __m512 dmin, const BlockQ8K* x, size_t x_row_blocks,
+                     const int16_t* run_sums, bool first, float* y, size_t y_stride) {
   for (int m = 0; m < kTileRows; ++m) {
     const BlockQ8K& xb = x[m * x_row_blocks];
     const __m512i isum =
@@ -155,18 +180,18 @@ inline void close_k4(const int32_t (&s_lo)[kTileRows][kPanelRows], const int32_t
     const __m512 dx = _mm512_set1_ps(xb.d);
     __m512 acc = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out);
     acc = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum), acc);
-    acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(offset_sum(p.min_pairs, xb)), acc);
+    acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(min_sum(p.min_pairs, run_sums + m * kPanelRuns)),
+                           acc);
     _mm512_storeu_ps(out, acc);
   }
 }
 
 template <typename Group, bool kFifthBit>
-void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
-              float* y, size_t y_stride) {
+void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+              const PanelActivations& xa_all, int nx, float* y, size_t y_stride) {
   configure_k64_tiles();
   const auto* g0 = static_cast<const Group*>(groups);
   const auto* g1 = reinterpret_cast<const Group*>(static_cast<const uint8_t*>(groups) + group_bytes);
-  const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
   K4Block p;
   alignas(64) int32_t c[4][kTileRows][kPanelRows];
   for (int64_t b = 0; b < nb; ++b) {
@@ -182,8 +207,9 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_zero(2);
       _tile_zero(3);
       for (int step = 0; step < 4; ++step) {
-        _tile_loadd(4, xa->qs + 64 * step, x_stride);
-        _tile_loadd(5, xb->qs + 64 * step, x_stride);
+        const int8_t* tile = activation_tile(xa_all, b, step, m0);
+        _tile_loadd(4, tile, kPanelStep);
+        _tile_loadd(5, tile + kTileRows * kPanelStep, kPanelStep);
         _tile_loadd(6, p.lo[step], 64);
         _tile_loadd(7, p.hi[step], 64);
         _tile_dpbsud(0, 4, 6);
@@ -196,15 +222,17 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_stored(2, c[2], 64);
       _tile_stored(3, c[3], 64);
       tile_memory_fence();  // c was written by tile stores
-      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
-      close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, b == 0, y + (m0 + kTileRows) * y_stride, y_stride);
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, run_sums_of(xa_all, b, m0), b == 0, y + m0 * y_stride,
+               y_stride);
+      close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, run_sums_of(xa_all, b, m0 + kTileRows), b == 0,
+               y + (m0 + kTileRows) * y_stride, y_stride);
     }
     if (m0 < nx) {  // an odd last activation tile
       const BlockQ8K* xa = x + m0 * x_row_blocks + b;
       _tile_zero(0);
       _tile_zero(1);
       for (int step = 0; step < 4; ++step) {
-        _tile_loadd(4, xa->qs + 64 * step, x_stride);
+        _tile_loadd(4, activation_tile(xa_all, b, step, m0), kPanelStep);
         _tile_loadd(6, p.lo[step], 64);
         _tile_loadd(7, p.hi[step], 64);
         _tile_dpbsud(0, 4, 6);
@@ -213,7 +241,8 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_stored(0, c[0], 64);
       _tile_stored(1, c[1], 64);
       tile_memory_fence();
-      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, b == 0, y + m0 * y_stride, y_stride);
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, run_sums_of(xa_all, b, m0), b == 0, y + m0 * y_stride,
+               y_stride);
     }
   }
   _tile_release();
@@ -279,12 +308,11 @@ void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, Q6Block& p) {
   }
 }
 
-void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks, int nx,
-                float* y, size_t y_stride) {
+void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
+                const PanelActivations& xa_all, int nx, float* y, size_t y_stride) {
   configure_k64_tiles();
   const auto* g0 = static_cast<const BlockQ6Kx8*>(groups);
   const auto* g1 = reinterpret_cast<const BlockQ6Kx8*>(static_cast<const uint8_t*>(groups) + group_bytes);
-  const size_t x_stride = x_row_blocks * sizeof(BlockQ8K);
   Q6Block p;
   alignas(64) int32_t c[4][kTileRows][kPanelRows];
   for (int64_t b = 0; b < nb; ++b) {
@@ -299,7 +327,7 @@ void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ
       _tile_zero(2);
       _tile_zero(3);
       for (int step = 0; step < 4; ++step) {
-        _tile_loadd(4, xa->qs + 64 * step, x_stride);
+        _tile_loadd(4, activation_tile(xa_all, b, step, m0), kPanelStep);
         _tile_loadd(5, p.digit[0][step], 64);
         _tile_dpbsud(0, 4, 5);
         _tile_loadd(6, p.digit[1][step], 64);

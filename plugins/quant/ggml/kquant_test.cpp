@@ -353,6 +353,18 @@ KQuantPanelFn panel_of(const KernelTable& k, DType type) {
   return type == DType::q4_k ? k.q4_k_panel : type == DType::q5_k ? k.q5_k_panel : k.q6_k_panel;
 }
 
+// Activation rows x [nx, nb] as the panels read them, tile_rows rows of room.
+struct PanelInput {
+  HostBuffer memory;
+  PanelActivations a;
+};
+PanelInput panel_input(const std::vector<BlockQ8K>& x, int nx, int64_t nb, size_t tile_rows) {
+  PanelInput in{HostBuffer(panel_activation_bytes(nb, tile_rows)), {}};
+  in.a = panel_activations(in.memory.data(), nb, tile_rows);
+  for (int i = 0; i < nx; ++i) panel_quants(x.data() + i * nb, nb, i, in.a);
+  return in;
+}
+
 // The scalar group kernel over both groups of a panel, 8 activation rows at a
 // time: what a panel must give, bit for bit.
 std::vector<float> panel_by_groups(DType type, const uint8_t* panel, size_t group_bytes, int64_t nb,
@@ -388,7 +400,10 @@ TEST_P(KQuantLevel, PanelsMatchTheScalarGroups) {
         const uint8_t* panel = packed.data() + group_bytes;
         const auto want = panel_by_groups(type, panel, group_bytes, nb, x, nx);
         std::vector<float> got(want.size(), NAN);
-        panel_of(k, type)(panel, group_bytes, nb, x.data(), nb, nx, got.data(), kPanelRows);
+        // Tiles further apart than the rows: the stride is the panel's to keep.
+        const size_t tile_rows = static_cast<size_t>(nx) + kPanelTileX;
+        const PanelInput in = panel_input(x, nx, nb, tile_rows);
+        panel_of(k, type)(panel, group_bytes, nb, x.data(), nb, in.a, nx, got.data(), kPanelRows);
         for (size_t i = 0; i < want.size(); ++i)
           ASSERT_EQ(got[i], want[i]) << k.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " ("
                                      << i / kPanelRows << "," << i % kPanelRows << ")";
@@ -408,7 +423,8 @@ TEST_P(KQuantLevel, PanelsSumExactlyAtTheExtremes) {
       GTEST_SKIP() << k.name << " has no K-quant panels (the amx level's only)";
     }
     expect_extremes_sum_exactly(k, type, kPanelRows, kPanelTileX, [&](const ExtremeCase& c, int64_t nb, float* y) {
-      panel_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, kPanelTileX, y, kPanelRows);
+      const PanelInput in = panel_input(c.x, kPanelTileX, nb, kPanelTileX);
+      panel_of(k, type)(c.packed.data(), c.packed.size() / 2, nb, c.x.data(), nb, in.a, kPanelTileX, y, kPanelRows);
     });
   }
 }
