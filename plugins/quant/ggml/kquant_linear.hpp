@@ -78,7 +78,7 @@ class KQuantLinear final : public Linear {
   size_t group_bytes_ = 0;       // bytes of one repacked group of 8 rows
   int64_t terms_;                     // 8-bit terms per activation block: 1 or 2
   std::vector<BlockQ8K> x_q8k_;       // [n_rows, terms, in / 256] quantized activations; grows, never shrinks
-  HostBuffer x_panel_memory_;          // x_panel_'s
+  HostBuffer x_panel_memory_;         // x_panel_'s
   PanelActivations x_panel_;          // x_q8k_'s rows as the panels read them; no rows where no panel runs
   const KernelTable* kernels_ = nullptr;  // chosen by the last prepare()
   int64_t prepared_rows_ = 0;
