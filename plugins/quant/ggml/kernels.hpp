@@ -145,8 +145,8 @@ inline size_t panel_activation_bytes(int64_t nb, size_t rows) {
 }
 inline PanelActivations panel_activations(void* memory, int64_t nb, size_t rows) {
   auto* bytes = static_cast<uint8_t*>(memory);
-  return {reinterpret_cast<int8_t*>(bytes), reinterpret_cast<int16_t*>(bytes + static_cast<size_t>(nb) * rows * kSuperBlock),
-          rows};
+  const size_t quant_bytes = static_cast<size_t>(nb) * rows * kSuperBlock;
+  return {reinterpret_cast<int8_t*>(bytes), reinterpret_cast<int16_t*>(bytes + quant_bytes), rows};
 }
 
 // Activation row `row` (nb Q8_K blocks at x) into a's layout.
@@ -166,8 +166,9 @@ inline void panel_quants(const BlockQ8K* x, int64_t nb, int64_t row, const Panel
 // `groups` and `groups + group_bytes`, against nx activation rows, nx a
 // multiple of 16: y[xi * y_stride + r] = dot(row r, activation row xi),
 // r < 16, each to the bit what KQuantGroupFn gives for its group.
-// The activations twice: x (x_row_blocks apart) for their scales and sums,
-// xa (the same rows from its first) for their quants and run sums.
+// The activations twice: x (x_row_blocks apart) for their scales (and
+// Q6_K's sums per 16), xa from its first row (xa.rows >= nx) for their quants
+// and run sums.
 using KQuantPanelFn = void (*)(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x,
                                size_t x_row_blocks, const PanelActivations& xa, int nx, float* y, size_t y_stride);
 

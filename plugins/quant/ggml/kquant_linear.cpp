@@ -113,9 +113,13 @@ void KQuantLinear::reserve_scratch(const KernelTable& k, int64_t n_rows) {
   const auto term_rows = static_cast<size_t>(n_rows * terms_);
   if (x_q8k_.size() < term_rows * nb) x_q8k_.resize(term_rows * nb);  // steady state: no allocation
   // The panels take whole tiles of 16 term rows: fewer never reach them.
-  if (panel_kernel(k) == nullptr || term_rows < kPanelTileX || term_rows <= x_panel_.rows) return;
-  x_panel_memory_ = HostBuffer(panel_activation_bytes(static_cast<int64_t>(nb), term_rows));
-  x_panel_ = panel_activations(x_panel_memory_.data(), static_cast<int64_t>(nb), term_rows);
+  fill_panel_ = panel_kernel(k) != nullptr && term_rows >= kPanelTileX;
+  if (!fill_panel_ || term_rows <= x_panel_.rows) return;
+  // Room for a whole chunk of forward() at once, so batches that grow a row
+  // at a time do not allocate on every call.
+  const size_t rows = std::max(term_rows, static_cast<size_t>(kMaxScratchRows * terms_));
+  x_panel_memory_ = HostBuffer(panel_activation_bytes(static_cast<int64_t>(nb), rows));
+  x_panel_ = panel_activations(x_panel_memory_.data(), static_cast<int64_t>(nb), rows);
 }
 
 void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end) {
@@ -129,7 +133,7 @@ void KQuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t r
       q8_k_residual(x + i * in_, q, residual.data(), in_);
       k.quantize_q8_k(residual.data(), q + nb, in_);
     }
-    if (x_panel_.rows == 0) continue;
+    if (!fill_panel_) continue;
     for (int64_t t = 0; t < terms_; ++t) panel_quants(q + t * nb, nb, i * terms_ + t, x_panel_);
   }
 }
@@ -163,7 +167,7 @@ void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int6
   // panel take the group kernels.
   const KQuantPanelFn panel = panel_kernel(k);
   const int64_t tiled = n_rows / kPanelTileX * kPanelTileX;
-  if (panel == nullptr || tiled == 0 || x_panel_.rows < static_cast<size_t>(tiled)) {
+  if (panel == nullptr || tiled == 0 || !fill_panel_) {
     groups(n_rows, 0, r_begin, r_end);
     return;
   }

@@ -64,7 +64,8 @@ class KQuantLinear final : public Linear {
   // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
   void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
   void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
-  // Room for n_rows quantized rows, and their quants in tile order where k's panels take them.
+  // Room for n_rows quantized rows, and for their copy in the panels' order
+  // where k's panels will take them (fill_panel_, until the next call).
   void reserve_scratch(const KernelTable& k, int64_t n_rows);
 
   const uint8_t* weights_;
@@ -79,7 +80,8 @@ class KQuantLinear final : public Linear {
   int64_t terms_;                     // 8-bit terms per activation block: 1 or 2
   std::vector<BlockQ8K> x_q8k_;       // [n_rows, terms, in / 256] quantized activations; grows, never shrinks
   HostBuffer x_panel_memory_;         // x_panel_'s
-  PanelActivations x_panel_;          // x_q8k_'s rows as the panels read them; no rows where no panel runs
+  PanelActivations x_panel_;          // x_q8k_'s rows as the panels read them; grows, never shrinks
+  bool fill_panel_ = false;           // this call's rows go to x_panel_ too (the panels take them)
   const KernelTable* kernels_ = nullptr;  // chosen by the last prepare()
   int64_t prepared_rows_ = 0;
 };

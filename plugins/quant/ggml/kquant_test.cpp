@@ -283,9 +283,9 @@ TEST_P(KQuantLevel, RepackedGroupsMatchTheirRows) {
 
 // Every quant and scale at its maximum against activations of -128 (the
 // largest magnitude Q8_K holds) or 127, the weights of `rows` rows (Q6_K's
-// scales at q6_scale; Q2_K's minimums, 15 each, summed at their extreme too
-// with dmin 1) repacked, nx activation rows, and the output every row and
-// column must then give, exact in f32.
+// scales at q6_scale; the minimums of Q2_K, 15 each, and of Q4_K/Q5_K, 63
+// each, summed at their extreme too with dmin 1) repacked, nx activation
+// rows, and the output every row and column must then give, exact in f32.
 struct ExtremeCase {
   std::vector<uint8_t> packed;
   std::vector<BlockQ8K> x;
@@ -293,7 +293,8 @@ struct ExtremeCase {
 };
 ExtremeCase extreme_case(DType type, int rows, int nx, int64_t nb, int q6_scale, int8_t q) {
   std::vector<uint8_t> w(rows * dtype_row_bytes(type, nb * kSuperBlock), 0xFF);
-  testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, type == DType::q2_k ? 1.0f : 0.0f);
+  const bool minimums = type == DType::q2_k || type == DType::q4_k || type == DType::q5_k;
+  testing::set_every_kquant_scale(type, w.data(), w.size(), 1.0f, minimums ? 1.0f : 0.0f);
   if (type == DType::q6_k) {  // 0xFF's scales would be -1
     for (size_t b = 0; b < w.size() / sizeof(BlockQ6K); ++b)
       std::memset(reinterpret_cast<BlockQ6K*>(w.data())[b].scales, static_cast<uint8_t>(q6_scale), kSuperBlock / 16);
@@ -304,10 +305,10 @@ ExtremeCase extreme_case(DType type, int rows, int nx, int64_t nb, int q6_scale,
     std::memset(blk.qs, static_cast<uint8_t>(q), sizeof blk.qs);
     for (auto& s : blk.bsums) s = static_cast<int16_t>(16 * q);
   }
-  // Q4_K: 63 * 15 * q per element; Q5_K: 63 * 31 * q; Q6_K: scale * (63 - 32) * q;
+  // Q4_K: (63 * 15 - 63) * q per element; Q5_K: (63 * 31 - 63) * q; Q6_K: scale * (63 - 32) * q;
   // Q2_K: (15 * 3 - 15) * q; Q3_K: 31 * (7 - 4) * q.
-  const double per_element = type == DType::q4_k   ? 63.0 * 15 * q
-                             : type == DType::q5_k ? 63.0 * 31 * q
+  const double per_element = type == DType::q4_k   ? (63.0 * 15 - 63) * q
+                             : type == DType::q5_k ? (63.0 * 31 - 63) * q
                              : type == DType::q6_k ? static_cast<double>(q6_scale) * 31 * q
                              : type == DType::q2_k ? (15.0 * 3 - 15) * q
                                                    : 31.0 * 3 * q;
@@ -512,6 +513,40 @@ TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
             ASSERT_EQ(got[i], want[i]) << isa_level_name(level) << " " << dtype_name(type) << " terms "
                                        << static_cast<int>(terms) << " n=" << n << " at " << i;
         }
+      }
+    }
+  }
+}
+
+// One Linear kept across calls whose level and row count change (the
+// panels' copy of the activations is sized and filled per call: a panel
+// call, then a level without panels, then more rows than the first call):
+// each call gives what a fresh Linear gives at the scalar level.
+TEST(KQuantLinear, OneLinearAcrossLevelsAndBatchSizesKeepsTheBits) {
+  constexpr int64_t kOut = 2 * kPanelRows, kIn = 2 * kSuperBlock;
+  const struct {
+    IsaLevel level;
+    int64_t n;
+  } calls[] = {{IsaLevel::amx, 16}, {IsaLevel::avx512_vnni, 64}, {IsaLevel::amx, 1}, {IsaLevel::amx, 70},
+               {IsaLevel::avx2, 33}, {IsaLevel::amx, 48}};
+  for (DType type : {DType::q4_k, DType::q6_k}) {
+    const auto w = make_kquant_rows(type, kOut, kIn, 41);
+    for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
+      KQuantLinear kept(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
+      for (const auto& call : calls) {
+        const auto x = random_floats(call.n * kIn, static_cast<uint32_t>(call.n + 7), 1.5f);
+        std::vector<float> want(call.n * kOut), got(call.n * kOut, NAN);
+        {
+          testing::ScopedLevel scalar(IsaLevel::scalar);
+          KQuantLinear fresh(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
+          ASSERT_TRUE(fresh.forward(x.data(), want.data(), call.n).ok());
+        }
+        testing::ScopedLevel forced(call.level);
+        if (!forced.ok()) continue;  // a level this CPU lacks: EveryLevelGivesTheScalarLevelsBits says which
+        ASSERT_TRUE(kept.forward(x.data(), got.data(), call.n).ok());
+        for (int64_t i = 0; i < call.n * kOut; ++i)
+          ASSERT_EQ(got[i], want[i]) << isa_level_name(call.level) << " " << dtype_name(type) << " terms "
+                                     << static_cast<int>(terms) << " n=" << call.n << " at " << i;
       }
     }
   }
