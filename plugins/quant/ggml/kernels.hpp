@@ -119,6 +119,7 @@ using KQuantGroupFn = void (*)(const void* group, int64_t nb, const BlockQ8K* x,
 inline constexpr int kPanelRows = 16;    // weight rows of a panel
 inline constexpr int kPanelTileX = 16;   // its activation rows come in multiples of this
 inline constexpr int kPanelStep = 64;    // quants per row of an activation tile (K of one tile product)
+inline constexpr int kPanelSteps = kSuperBlock / kPanelStep;  // tile products over a super-block
 inline constexpr int kPanelRuns = 8;     // runs of 32 quants in a super-block (Q4_K/Q5_K's scale and min)
 
 // The activations as the panels read them besides their Q8_K blocks, `rows`
@@ -137,6 +138,15 @@ struct PanelActivations {
   int8_t* quants = nullptr;
   int16_t* run_sums = nullptr;
   size_t rows = 0;
+
+  // Quants 64 s .. 64 s + 63 of block b, row m (and the rows after it: a tile from m).
+  int8_t* tile(int64_t b, int s, int64_t m) const {
+    return quants + ((static_cast<size_t>(b) * kPanelSteps + s) * rows + static_cast<size_t>(m)) * kPanelStep;
+  }
+  // The 8 run sums of block b, row m (those of the rows after it follow, kPanelRuns apart).
+  int16_t* runs(int64_t b, int64_t m) const {
+    return run_sums + (static_cast<size_t>(b) * rows + static_cast<size_t>(m)) * kPanelRuns;
+  }
 };
 
 // Bytes of PanelActivations for `rows` rows of nb blocks (the run sums after the quants).
@@ -151,14 +161,10 @@ inline PanelActivations panel_activations(void* memory, int64_t nb, size_t rows)
 
 // Activation row `row` (nb Q8_K blocks at x) into a's layout.
 inline void panel_quants(const BlockQ8K* x, int64_t nb, int64_t row, const PanelActivations& a) {
-  constexpr int steps = kSuperBlock / kPanelStep;
-  const auto r = static_cast<size_t>(row);
   for (int64_t b = 0; b < nb; ++b) {
-    const auto bs = static_cast<size_t>(b);
-    for (int s = 0; s < steps; ++s)
-      std::memcpy(a.quants + ((bs * steps + s) * a.rows + r) * kPanelStep, x[b].qs + kPanelStep * s, kPanelStep);
-    for (int j = 0; j < kPanelRuns; ++j)
-      a.run_sums[(bs * a.rows + r) * kPanelRuns + j] = static_cast<int16_t>(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+    for (int s = 0; s < kPanelSteps; ++s) std::memcpy(a.tile(b, s, row), x[b].qs + kPanelStep * s, kPanelStep);
+    int16_t* runs = a.runs(b, row);
+    for (int j = 0; j < kPanelRuns; ++j) runs[j] = static_cast<int16_t>(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
   }
 }
 

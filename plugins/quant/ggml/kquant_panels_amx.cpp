@@ -35,7 +35,7 @@ namespace {
 // kPanelRows (kernels.hpp) weight rows: one tile's 16 i32 columns.
 constexpr int kTileRows = kPanelTileX;  // activation rows per tile
 static_assert(kPanelRows == 2 * kRepackRows && kPanelRows == 16);
-static_assert(kPanelStep == 64 && kSuperBlock == 4 * kPanelStep);  // four K = 64 steps a super-block
+static_assert(kPanelStep == 64 && kPanelSteps == 4);  // four K = 64 steps a super-block
 
 // Palette 1's configuration block (64 bytes, as ldtilecfg reads it).
 struct alignas(64) TileConfig {
@@ -81,15 +81,6 @@ inline __m512i bsum_pair(const BlockQ8K& x, int j) {
   int32_t v;
   std::memcpy(&v, x.bsums + 2 * j, 4);
   return _mm512_set1_epi32(v);
-}
-
-// Activation rows m0 .. m0 + 15, quants 64 step .. of super-block b: one
-// tile, 1 KiB in a row (PanelActivations).
-inline const int8_t* activation_tile(const PanelActivations& xa, int64_t b, int step, int m0) {
-  return xa.quants + ((static_cast<size_t>(b) * 4 + step) * xa.rows + m0) * kPanelStep;
-}
-inline const int16_t* run_sums_of(const PanelActivations& xa, int64_t b, int m0) {
-  return xa.run_sums + (static_cast<size_t>(b) * xa.rows + m0) * kPanelRuns;
 }
 
 // Every tile 16 rows of 64 bytes: K = 64 per product. (Q4_K/Q5_K: tiles
@@ -207,7 +198,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_zero(2);
       _tile_zero(3);
       for (int step = 0; step < 4; ++step) {
-        const int8_t* tile = activation_tile(xa_all, b, step, m0);
+        const int8_t* tile = xa_all.tile(b, step, m0);
         _tile_loadd(4, tile, kPanelStep);
         _tile_loadd(5, tile + kTileRows * kPanelStep, kPanelStep);
         _tile_loadd(6, p.lo[step], 64);
@@ -222,9 +213,9 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_stored(2, c[2], 64);
       _tile_stored(3, c[3], 64);
       tile_memory_fence();  // c was written by tile stores
-      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, run_sums_of(xa_all, b, m0), b == 0, y + m0 * y_stride,
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, xa_all.runs(b, m0), b == 0, y + m0 * y_stride,
                y_stride);
-      close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, run_sums_of(xa_all, b, m0 + kTileRows), b == 0,
+      close_k4(c[2], c[3], p, d, dmin, xb, x_row_blocks, xa_all.runs(b, m0 + kTileRows), b == 0,
                y + (m0 + kTileRows) * y_stride, y_stride);
     }
     if (m0 < nx) {  // an odd last activation tile
@@ -232,7 +223,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_zero(0);
       _tile_zero(1);
       for (int step = 0; step < 4; ++step) {
-        _tile_loadd(4, activation_tile(xa_all, b, step, m0), kPanelStep);
+        _tile_loadd(4, xa_all.tile(b, step, m0), kPanelStep);
         _tile_loadd(6, p.lo[step], 64);
         _tile_loadd(7, p.hi[step], 64);
         _tile_dpbsud(0, 4, 6);
@@ -241,7 +232,7 @@ void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K
       _tile_stored(0, c[0], 64);
       _tile_stored(1, c[1], 64);
       tile_memory_fence();
-      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, run_sums_of(xa_all, b, m0), b == 0, y + m0 * y_stride,
+      close_k4(c[0], c[1], p, d, dmin, xa, x_row_blocks, xa_all.runs(b, m0), b == 0, y + m0 * y_stride,
                y_stride);
     }
   }
@@ -327,7 +318,7 @@ void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ
       _tile_zero(2);
       _tile_zero(3);
       for (int step = 0; step < 4; ++step) {
-        _tile_loadd(4, activation_tile(xa_all, b, step, m0), kPanelStep);
+        _tile_loadd(4, xa_all.tile(b, step, m0), kPanelStep);
         _tile_loadd(5, p.digit[0][step], 64);
         _tile_dpbsud(0, 4, 5);
         _tile_loadd(6, p.digit[1][step], 64);
