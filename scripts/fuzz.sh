@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/fuzz_*.cpp) with clang into build-fuzz/
-# and runs each for the given number of seconds (default 60).
+# and runs each for the given number of seconds (default 60), one per core at a time.
 #
 # The whole core is compiled with -fsanitize=fuzzer-no-link plus ASan/UBSan so
 # that libFuzzer sees coverage of the code under test; the targets themselves
@@ -127,26 +127,45 @@ write(os.path.join(out, "fuzz_pipeline", "speculative.toml"),
        'lookup_max_ngram = 3\n').encode())
 PY
 
-status=0
-for bin in "$build"/bin/fuzz_*; do
-  [[ -x "$bin" ]] || continue
+# libFuzzer runs a target on one core: the targets run side by side, one per
+# core, so the stage takes about ceil(targets / cores) x seconds.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fuzz_one() {  # target binary; its output goes to build-fuzz/<target>.report
+  local bin=$1 name corpus artifacts committed seeds=()
   name="$(basename "$bin")"
   corpus="$build/corpus/$name"
   artifacts="$build/artifacts/$name"
   mkdir -p "$corpus" "$artifacts"
-  seeds=()
   committed="$root/fuzz/corpus/${name#fuzz_}"
   [[ -d "$committed" ]] && seeds+=("$committed")
-  echo "== $name for ${seconds}s"
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  if ! "$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-      -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" 2>"$build/$name.log"; then
-    echo "!! $name found a failure; see $build/$name.log and $artifacts/" >&2
-    tail -n 40 "$build/$name.log" >&2
-    status=1
-  else
+  {
+    echo "== $name for ${seconds}s"
+    if ! "$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" 2>"$build/$name.log"; then
+      echo "!! $name found a failure; see $build/$name.log and $artifacts/"
+      tail -n 40 "$build/$name.log"
+      return 1
+    fi
     grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$build/$name.log" | tail -n 2 || true
-  fi
+  } >"$build/$name.report" 2>&1
+}
+
+status=0
+running=0
+finish_one() {  # waits for one target and prints its report
+  local done_pid
+  wait -n -p done_pid || status=1
+  cat "${reports[$done_pid]}"
+  running=$((running - 1))
+}
+declare -A reports=()
+for bin in "$build"/bin/fuzz_*; do
+  [[ -x "$bin" ]] || continue
+  ((running < $(nproc))) || finish_one
+  fuzz_one "$bin" &
+  reports[$!]="$build/$(basename "$bin").report"
+  running=$((running + 1))
 done
+while ((running > 0)); do finish_one; done
 exit $status
