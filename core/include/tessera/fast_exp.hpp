@@ -31,7 +31,10 @@ inline constexpr float kPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519
 inline float exp_nonpositive(float x) {
   using namespace fast_exp;
   x = std::max(x, kMinArg);  // NaN passes through (max returns its first argument)
-  const int32_t n = static_cast<int32_t>(x * kLog2e - 0.5f);
+  const float t = x * kLog2e - 0.5f;
+  // NaN converts to no integer (undefined behaviour): n = 0 for it, and r
+  // below carries the NaN to the result.
+  const int32_t n = t == t ? static_cast<int32_t>(t) : 0;
   const float fn = static_cast<float>(n);
   const float r = x - fn * kLn2Hi - fn * kLn2Lo;
   float p = kPoly[0];
