@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 namespace tessera {
 
 Speculator::Speculator(SpeculatorSettings settings, std::unique_ptr<DraftModel> draft, DecodingStrategy* strategy,
@@ -63,12 +65,16 @@ void Speculator::verified(Request& r, int32_t proposed, int32_t accepted) {
   RequestDrafting& d = drafting_of(r);
   if (d.last == Source::lookup) d.lookup.record(proposed, accepted);
   if (d.last == Source::model) d.model.record(proposed, accepted);
+  spdlog::debug("request {}: {} of {} drafts kept", r.index, accepted, proposed);
 }
 
 void Speculator::timed_step(int32_t requests, int32_t drafted, double ms) {
   if (requests <= 0) return;
   const auto k = static_cast<int32_t>(std::lround(static_cast<double>(drafted) / requests));
   costs_.record_step(k, ms / requests);
+  // `tessera ... -v` traces the lengths the adaptive drafting chose and what
+  // they cost (one line a step: a debug level check when off).
+  spdlog::debug("speculative step: {} requests, {} drafts, {:.1f} ms a request", requests, drafted, ms / requests);
 }
 
 void Speculator::finished(const Request& r) {
