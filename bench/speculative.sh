@@ -14,7 +14,9 @@
 # .cache/bench/speculative-<date>.jsonl) and the raw logs beside it; the
 # table of medians (tok/s, acceptance rate, mean acceptance length, speedup
 # over the same engine's target alone) is printed at the end, with the
-# machine's read bandwidth measured before and after.
+# machine's read bandwidth measured before and after. Then the exactness
+# check: every method's greedy ids against the target alone's, all prompts
+# in one batch (the script fails where they differ).
 #
 # The draft, for both engines: the pipeline's, the 0.5B in Q4_0
 # (scripts/make-qwen-draft.sh), or --draft FILE (e.g. the fetched
@@ -212,3 +214,48 @@ for prompt in dict.fromkeys(r["prompt"] for r in rows):
             print(f"| {prompt} | {engine} | {config} | {tps_s} | {acc_s}{note} | {mal_s} | {sp} |")
 PY
 echo "rows: $out; logs: $logs/"
+
+# Exactness on the real pair: each method's greedy ids against the target
+# alone's, for every prompt. The prompts run as one batch (`tessera run
+# --prompts-file`), so the requests share decode steps and this also checks
+# that a request's ids do not depend on what runs beside it. Rows
+# {"config": "ids METHOD", "ids_match": ...} go to OUT; a mismatch fails the
+# script.
+requests="$logs/ids-requests.jsonl"
+python3 - "$gen" "${prompts[@]}" > "$requests" <<'PY'
+import json, sys
+gen = int(sys.argv[1])
+for prompt in sys.argv[2:]:
+    print(json.dumps({"prompt": prompt, "max_tokens": gen}))
+PY
+for method in off draft-model prompt-lookup both; do
+  draft_flag=()
+  [[ $method == draft-model || $method == both ]] &&
+    draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
+  "$tessera" run pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\"" \
+    --set speculative.method="\"$method\"" "${draft_flag[@]}" --prompts-file "$requests" \
+    --output "$logs/ids-$method.jsonl" --threads "$threads" -q > /dev/null
+done
+python3 - "$logs" "$out" "${names[@]}" <<'PY'
+import json, os, sys
+logs, out, *names = sys.argv[1:]
+def ids(method):
+    rows = [json.loads(l) for l in open(f"{logs}/ids-{method}.jsonl")]
+    return {r["index"]: r["token_ids"] for r in rows}
+alone = ids("off")
+parted = []
+with open(out, "a") as f:
+    for method in ("draft-model", "prompt-lookup", "both"):
+        got = ids(method)
+        for i, name in enumerate(names):
+            match = got.get(i) == alone.get(i)
+            if not match:
+                parted.append(f"{method} on {name}")
+            f.write(json.dumps({"engine": "tessera", "config": f"ids {method}", "prompt": name,
+                                "draft": os.environ["BENCH_DRAFT"], "ids_match": match,
+                                "tokens": len(alone.get(i, []))}) + "\n")
+if parted:
+    print("greedy ids differ from the target alone's: " + ", ".join(parted))
+    sys.exit(1)
+print(f"greedy ids: every method's equal the target alone's on all {len(names)} prompts (one batch each)")
+PY
