@@ -128,7 +128,8 @@ write(os.path.join(out, "fuzz_pipeline", "speculative.toml"),
 PY
 
 # libFuzzer runs a target on one core: the targets run side by side, one per
-# core, so the stage takes about ceil(targets / cores) x seconds.
+# core, so the stage takes about ceil(targets / cores) x seconds. (wait -n -p:
+# bash 5.1 or later, as Debian 12 has.)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fuzz_one() {  # target binary; its output goes to build-fuzz/<target>.report
@@ -153,12 +154,18 @@ fuzz_one() {  # target binary; its output goes to build-fuzz/<target>.report
 
 status=0
 running=0
-finish_one() {  # waits for one target and prints its report
+finish_one() {  # waits for one target and prints its report (to stderr if it failed)
   local done_pid
-  wait -n -p done_pid || status=1
-  cat "${reports[$done_pid]}"
+  if wait -n -p done_pid; then
+    cat "${reports[$done_pid]}"
+  else
+    status=1
+    cat "${reports[$done_pid]}" >&2
+  fi
   running=$((running - 1))
 }
+# Stopped early (a CI timeout, an error here): no fuzzer is left running.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 declare -A reports=()
 for bin in "$build"/bin/fuzz_*; do
   [[ -x "$bin" ]] || continue

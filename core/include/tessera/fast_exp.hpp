@@ -31,10 +31,11 @@ inline constexpr float kPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519
 inline float exp_nonpositive(float x) {
   using namespace fast_exp;
   x = std::max(x, kMinArg);  // NaN passes through (max returns its first argument)
+  // t <= -0.5 for every x <= 0. NaN (and a positive x, outside the domain)
+  // would convert to no integer, which is undefined behaviour: min gives 0
+  // for them (NaN < 0 is false), and r below carries a NaN to the result.
   const float t = x * kLog2e - 0.5f;
-  // NaN converts to no integer (undefined behaviour): n = 0 for it, and r
-  // below carries the NaN to the result.
-  const int32_t n = t == t ? static_cast<int32_t>(t) : 0;
+  const int32_t n = static_cast<int32_t>(std::min(0.0f, t));
   const float fn = static_cast<float>(n);
   const float r = x - fn * kLn2Hi - fn * kLn2Lo;
   float p = kPoly[0];

@@ -72,8 +72,9 @@ void Speculator::timed_step(int32_t requests, int32_t drafted, double ms) {
   if (requests <= 0) return;
   const auto k = static_cast<int32_t>(std::lround(static_cast<double>(drafted) / requests));
   costs_.record_step(k, ms / requests);
-  // `tessera ... -v` traces the lengths the adaptive drafting chose and what
-  // they cost (one line a step: a debug level check when off).
+  // `tessera ... -v` traces what the adaptive lengths are chosen from: each
+  // decode step's drafts (all its requests') and its time per request (one
+  // line a step: a level check when debug logging is off).
   spdlog::debug("speculative step: {} requests, {} drafts, {:.1f} ms a request", requests, drafted, ms / requests);
 }
 
