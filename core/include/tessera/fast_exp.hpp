@@ -28,7 +28,11 @@ inline constexpr float kPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519
                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 }  // namespace fast_exp
 
-inline float exp_nonpositive(float x) {
+// Always inlined: the kernels built for each instruction-set level call it,
+// and an out-of-line copy would be shared between levels (docs/kernels.md,
+// "Instruction sets"; GCC stopped inlining it into the Mamba SSD kernels
+// once it took min(0, t), and tests/build/isa_objects_test.py failed).
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
   using namespace fast_exp;
   x = std::max(x, kMinArg);  // NaN passes through (max returns its first argument)
   // t <= -0.5 for every x <= 0. NaN (and a positive x, outside the domain)
