@@ -101,14 +101,21 @@ print(json.dumps(row))
 PY
 }
 
+# The pipeline's settings for one method (off, draft-model, prompt-lookup,
+# both) on this run's target and draft, into the array pipeline_args.
+set_pipeline_args() {
+  pipeline_args=(pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\""
+                 --set speculative.method="\"$1\"")
+  [[ $1 == draft-model || $1 == both ]] &&
+    pipeline_args+=(--set speculative.draft_model="\"$(realpath "$draft")\"")
+  return 0
+}
+
 tessera_run() {  # config method prompt-name prompt round [extra tessera flags...]
   local config=$1 method=$2 name=$3 prompt=$4 round=$5 log="$logs/tessera-${1// /-}-$3-$5.json"
   shift 5
-  local draft_flag=()
-  [[ $method == draft-model || $method == both ]] &&
-    draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
-  "$tessera" bench pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\"" \
-    --set speculative.method="\"$method\"" "${draft_flag[@]}" \
+  set_pipeline_args "$method"
+  "$tessera" bench "${pipeline_args[@]}" \
     --prompt "$prompt" --gen-tokens "$gen" --repeat 1 --threads "$threads" --json -q "$@" > "$log"
   python3 - "$log" "$config" "$name" "$round" >> "$out" <<'PY'
 import json, os, sys
@@ -229,11 +236,8 @@ for prompt in sys.argv[2:]:
     print(json.dumps({"prompt": prompt, "max_tokens": gen}))
 PY
 for method in off draft-model prompt-lookup both; do
-  draft_flag=()
-  [[ $method == draft-model || $method == both ]] &&
-    draft_flag=(--set speculative.draft_model="\"$(realpath "$draft")\"")
-  "$tessera" run pipelines/speculative-qwen.toml --set model.path="\"$PWD/$target\"" \
-    --set speculative.method="\"$method\"" "${draft_flag[@]}" --prompts-file "$requests" \
+  set_pipeline_args "$method"
+  "$tessera" run "${pipeline_args[@]}" --prompts-file "$requests" \
     --output "$logs/ids-$method.jsonl" --threads "$threads" -q > /dev/null
 done
 python3 - "$logs" "$out" "${names[@]}" <<'PY'
