@@ -30,8 +30,7 @@ inline constexpr float kPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519
 
 // Always inlined: the kernels built for each instruction-set level call it,
 // and an out-of-line copy would be shared between levels (docs/kernels.md,
-// "Instruction sets"; GCC stopped inlining it into the Mamba SSD kernels
-// once it took min(0, t), and tests/build/isa_objects_test.py failed).
+// "Instruction sets"; GCC does not always inline it by itself).
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
   using namespace fast_exp;
   x = std::max(x, kMinArg);  // NaN passes through (max returns its first argument)
