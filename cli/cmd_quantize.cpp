@@ -1,5 +1,5 @@
 // tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F|gptq | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+//   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -112,6 +112,9 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
     for (const auto& w : r.rounded) named.push_back(fmt::format("{} {} -> {}", w.name, w.source_type, w.written_type));
     fmt::print("  rounded to nearest: {} (--token-embedding-type, --output-tensor-type)\n", fmt::join(named, ", "));
   }
+  if (r.rotated_inputs)
+    fmt::print("  rows stored rotated by a block Hadamard matrix, which the Linears apply to their inputs too "
+               "(--rotation none: plain rows)\n");
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
   if (r.calibration_tokens > 0)
@@ -181,6 +184,10 @@ int cmd_quantize(int argc, char** argv) {
       "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5, or 'auto': per group, the alpha "
       "of 0, 0.05, ..., 0.95 whose measured output error is least (needs --calibration); 0: none",
       cxxopts::value<std::string>()->default_value("0"))(
+      "rotation", "INT8: 'hadamard' (the default) stores each weight's rows rotated by a fixed block Hadamard "
+      "matrix, and the Linear rotates each input row by it before its per-token rounding, which spreads "
+      "outlier channels (QuaRot); 'none': plain rows (docs/quantization.md)",
+      cxxopts::value<std::string>())(
       "token-embedding-type", "the token embedding's format (q4_0, ..., q6_k), rounded to nearest, or 'keep' to copy "
       "it as stored (default: --format's; q8_0 with int8)", cxxopts::value<std::string>())(
       "output-tensor-type", "the output head's format (with tied embeddings the token embedding is the head), "
@@ -215,6 +222,15 @@ int cmd_quantize(int argc, char** argv) {
     return report_usage("--smooth (SmoothQuant's migration) goes with --method int8");
   QuantizeSpec& spec = job.spec;
   spec.method = args["method"].as<std::string>();
+  if (args.count("rotation")) {
+    const std::string rotation = args["rotation"].as<std::string>();
+    if (spec.method != "int8") return report_usage("--rotation is an INT8 W8A8 setting (--method int8)");
+    if (rotation != "hadamard" && rotation != "none")
+      return report_usage(fmt::format("--rotation takes 'hadamard' or 'none', not '{}'", rotation));
+    spec.rotate_inputs = rotation == "hadamard";
+  } else {
+    spec.rotate_inputs = spec.method == "int8";
+  }
   spec.group_size = args["group-size"].as<int>();
   spec.act_order = args.count("act-order") > 0;
   spec.damp = args["damp"].as<double>();

@@ -521,10 +521,24 @@ TEST(Cli, QuantizeInt8WritesAFileTheEngineRuns) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("210 weights quantized with int8 into i8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("relative weight error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rows stored rotated"), std::string::npos) << "the rotation is the default: " << r.out;
   const auto run = run_command(kCli + " run " + kQuickstart + " --set model.path=" +
                                out.string() + " --threads 2");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("Paris"), std::string::npos) << run.out;
+
+  const auto plain = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                                 " --method int8 --rotation none --force --threads 2");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("rows stored rotated"), std::string::npos) << plain.out;
+  const auto bad = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                               " --method int8 --rotation random --force");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--rotation takes 'hadamard' or 'none'"), std::string::npos) << bad.err;
+  const auto not_int8 = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                                    " --method rtn --format q4_0 --rotation hadamard --force");
+  EXPECT_EQ(not_int8.exit_code, 2);
+  EXPECT_NE(not_int8.err.find("--rotation is an INT8 W8A8 setting"), std::string::npos) << not_int8.err;
 }
 
 // --smooth auto: SmoothQuant's alpha searched per group, said in the summary.

@@ -492,12 +492,16 @@ TEST(Quantize, RoundsTheEmbeddingAndTheHeadIntoTheFormatsAsked) {
 // brings the model's score back towards the input's.
 TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   SKIP_WITHOUT_MODEL();
-  const auto quantize = [&](double smooth, int search = 0) {
-    const fs::path out = scratch(search > 0 ? "int8_smooth_search.gguf" : smooth > 0 ? "int8_smooth.gguf" : "int8.gguf");
+  const auto quantize = [&](double smooth, int search = 0, bool rotate = false) {
+    const fs::path out = scratch(rotate       ? "int8_rotated.gguf"
+                                 : search > 0 ? "int8_smooth_search.gguf"
+                                 : smooth > 0 ? "int8_smooth.gguf"
+                                              : "int8.gguf");
     QuantizeJob job = job_for(out.string(), "int8", "", true);
     job.spec.format = "i8";
     job.spec.bits = 8;
     job.spec.group_size = -1;
+    job.spec.rotate_inputs = rotate;
     job.smooth = smooth;
     job.smooth_search = search;
     if (smooth > 0 || search > 0) {
@@ -523,6 +527,7 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   EXPECT_EQ(meta.get_string("tessera.quantize.method").value_or(""), "int8");
   EXPECT_FALSE(meta.get_int("general.file_type").has_value()) << "llama.cpp has no file type for it";
   EXPECT_FALSE(meta.get_int("tessera.quantize.calibration_tokens").has_value());
+  EXPECT_FALSE(meta.get_bool("tessera.quantize.rotate_inputs").has_value());
   for (const char* name : {"blk.0.attn_q.weight", "blk.29.ffn_down.weight"}) {
     const TensorRef* w = (*written)->find(name);
     const TensorRef* scale = (*written)->find(std::string(name) + "_scale");
@@ -530,6 +535,21 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
     EXPECT_EQ(w->dtype, DType::i8) << name;
     EXPECT_EQ(scale->dtype, DType::f32) << name;
     EXPECT_EQ(scale->numel(), w->shape[0]) << name;
+    EXPECT_EQ((*written)->find(std::string(name) + "_hadamard_scale"), nullptr) << name;
+  }
+
+  // Rows stored rotated keep their scales under another name, which an older
+  // library (knowing only "_scale") refuses by name.
+  const auto [rotated, rotated_report] = quantize(0, 0, true);
+  for (const auto& w : rotated_report.weights) EXPECT_LT(w.relative_error, 1e-3) << w.name;
+  auto rotated_file = open_model(rotated.string());
+  ASSERT_TRUE(rotated_file.ok()) << rotated_file.status().message();
+  EXPECT_TRUE((*rotated_file)->gguf()->get_bool("tessera.quantize.rotate_inputs").value_or(false));
+  for (const char* name : {"blk.0.attn_q.weight", "blk.29.ffn_down.weight"}) {
+    EXPECT_EQ((*rotated_file)->find(std::string(name) + "_scale"), nullptr) << name;
+    const TensorRef* scale = (*rotated_file)->find(std::string(name) + "_hadamard_scale");
+    ASSERT_NE(scale, nullptr) << name;
+    EXPECT_EQ(scale->dtype, DType::f32) << name;
   }
 
   const auto [smooth, smooth_report] = quantize(0.5);
@@ -559,12 +579,12 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   // can score better than its input, and did on a Zen 3 machine, which says
   // nothing about keeping the model.) 0.0064 for SmoothQuant 0.5 there.
   const std::string text = calibration_text().substr(0, 1200);
-  const fs::path files[4] = {kModel, plain, smooth, searched};
+  const fs::path files[5] = {kModel, plain, smooth, searched, rotated};
   std::vector<int32_t> ids;
   std::vector<float> reference;  // the input's logits [ids, vocab]
   int64_t vocab = 0;
-  double ppl[4] = {0, 0, 0, 0}, kl[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 4; ++i) {
+  double ppl[5] = {0, 0, 0, 0, 0}, kl[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < 5; ++i) {
     auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", files[i].string()}});
     ASSERT_TRUE(session);
     auto r = compute_perplexity(*session, text, 96);
@@ -583,12 +603,13 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
       kl[i] = mean_kl_divergence(reference, *logits, vocab);
   }
   std::printf(
-      "[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f, alpha searched %.4f\n",
-      ppl[0], ppl[1], ppl[2], ppl[3]);
+      "[ info ] perplexity: the Q4_1 input %.4f, INT8 W8A8 %.4f, with SmoothQuant 0.5 %.4f, alpha searched %.4f, "
+      "rotated %.4f\n",
+      ppl[0], ppl[1], ppl[2], ppl[3], ppl[4]);
   std::printf(
       "[ info ] mean KL divergence from the input over %zu positions: INT8 W8A8 %.5f, SmoothQuant 0.5 %.5f, "
-      "alpha searched %.5f\n",
-      ids.size(), kl[1], kl[2], kl[3]);
+      "alpha searched %.5f, rotated %.5f\n",
+      ids.size(), kl[1], kl[2], kl[3], kl[4]);
   // Both migrations must at least halve the divergence of no migration. The
   // search minimises each group's own output error on 96 calibration
   // tokens, which does not promise a smaller divergence of the whole model
@@ -597,6 +618,9 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   EXPECT_LT(kl[2], kl[1] / 2) << "SmoothQuant 0.5 did not halve no migration's divergence";
   EXPECT_LT(kl[3], kl[1] / 2) << "the searched alphas did not halve no migration's divergence";
   EXPECT_LT(kl[2], 0.02) << "SmoothQuant 0.5 moved the model further than a KL divergence of 0.02";
+  // The Hadamard rotation spreads the outlier channels that SmoothQuant
+  // moves into the weights, with nothing calibrated.
+  EXPECT_LT(kl[4], kl[1] / 2) << "the rotation did not halve the plain file's divergence";
 
   // The file without migration, its activations as two int8 terms through
   // the pipeline's [quant] section: the per-token rounding all but gone.

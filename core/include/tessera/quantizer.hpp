@@ -46,6 +46,14 @@ struct QuantizeSpec {
   // whose errors the attention scores amplify).
   bool search_clipping = false;
 #endif
+#if TESSERA_ABI_MINOR >= 8
+  // ABI 3.8: multiply each input row by the format's fixed orthogonal
+  // rotation before quantizing, and the weight's rows by it too, so the
+  // product is unchanged (INT8 W8A8's Hadamard rotation, which spreads
+  // outlier channels before the per-token rounding). A format without one
+  // refuses it.
+  bool rotate_inputs = false;
+#endif
 };
 
 // A quantized weight: its stored bytes and how far it is from the original.
@@ -163,6 +171,15 @@ class Quantizer : public PluginObject {
                                             int64_t /*first_row*/, int64_t /*n_rows*/, float* /*out*/) noexcept {
     return Unsupported("this quant plugin has no formats stored as several tensors");
   }
+#endif
+
+#if TESSERA_ABI_MINOR >= 8
+  // ABI 3.8, optional: whether part `index` of part_suffixes(format) may be
+  // absent from a file; the core then passes nullptr in its place. (INT8 W8A8
+  // keeps its row scales under "_scale", or under "_hadamard_scale" when the
+  // rows are stored rotated: one of the two, so that an older library, which
+  // knows only "_scale", refuses a rotated weight by name.)
+  virtual bool part_optional(std::string_view /*format*/, size_t /*index*/) const noexcept { return false; }
 #endif
 };
 

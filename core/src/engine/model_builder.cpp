@@ -1,5 +1,7 @@
 #include "engine/model_builder.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -52,13 +54,27 @@ Result<std::shared_ptr<Quantizer>> CoreModelBuilder::quantizer_for(const TensorR
   return it->second;
 }
 
+namespace {
+
+// Whether part `index` of `format` may be missing (ABI 3.8; always required before).
+bool part_optional(const Quantizer& quantizer, std::string_view format, size_t index) {
+  return provides(quantizer, 8) && quantizer.part_optional(format, index);
+}
+
+}  // namespace
+
 Result<std::vector<const TensorRef*>> CoreModelBuilder::parts_of(const Quantizer& quantizer,
                                                                  const TensorRef& tensor) const {
   std::vector<const TensorRef*> parts;
   if (!provides(quantizer, 4)) return parts;
-  for (std::string_view suffix : quantizer.part_suffixes(tensor.format)) {
-    const std::string name = tensor.name + std::string(suffix);
+  const auto suffixes = quantizer.part_suffixes(tensor.format);
+  for (size_t i = 0; i < suffixes.size(); ++i) {
+    const std::string name = tensor.name + std::string(suffixes[i]);
     const TensorRef* part = weights_.find(name);
+    if (part == nullptr && part_optional(quantizer, tensor.format, i)) {
+      parts.push_back(nullptr);
+      continue;
+    }
     if (part == nullptr)
       return CorruptData(fmt::format("{}: tensor '{}' is stored as '{}', which keeps '{}' beside it; the file has no "
                                      "such tensor",
@@ -161,7 +177,8 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
     weights_.release_resident(*weight);
     if (auto q = quantizer_for(*weight); q.ok()) {
       if (auto parts = parts_of(**q, *weight); parts.ok())
-        for (const TensorRef* part : *parts) weights_.release_resident(*part);
+        for (const TensorRef* part : *parts)
+          if (part != nullptr) weights_.release_resident(*part);
     }
     if (!wrap_linear_) return made;
     return wrap_linear_(*weight, bias, std::move(made).value());
@@ -185,18 +202,28 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::make_linear(const TensorRef& w
   return guard([&]() -> Result<std::unique_ptr<Linear>> {
     auto q = quantizer_for(weight);
     if (!q.ok()) return q.status();
-    // The parts must be the ones the format names, in its order.
+    // The parts must be the ones the format names: put in its order, with
+    // nullptr for an optional one not given.
     const auto suffixes =
         provides(**q, 4) ? (*q)->part_suffixes(weight.format) : std::span<const std::string_view>{};
-    if (suffixes.size() != parts.size())
-      return Internal(fmt::format("tensor '{}' ({}) came with {} parts; its format keeps {} beside it", weight.name,
-                                  weight.format, parts.size(), suffixes.size()));
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i] == nullptr || parts[i]->name != weight.name + std::string(suffixes[i]))
-        return Internal(fmt::format("tensor '{}': part {} is not '{}{}'", weight.name, i, weight.name, suffixes[i]));
+    std::vector<const TensorRef*> ordered(suffixes.size(), nullptr);
+    size_t matched = 0;
+    for (size_t i = 0; i < suffixes.size(); ++i) {
+      const std::string name = weight.name + std::string(suffixes[i]);
+      const auto given = std::find_if(parts.begin(), parts.end(),
+                                      [&](const TensorRef* p) { return p != nullptr && p->name == name; });
+      if (given != parts.end()) {
+        ordered[i] = *given;
+        ++matched;
+      } else if (!part_optional(**q, weight.format, i)) {
+        return Internal(fmt::format("tensor '{}' ({}) came without its part '{}'", weight.name, weight.format, name));
+      }
     }
-    if (parts.empty()) return (*q)->make_linear(weight, bias);
-    return (*q)->make_linear_from_parts(weight, parts, bias);
+    if (matched != static_cast<size_t>(std::count_if(parts.begin(), parts.end(), [](auto* p) { return p != nullptr; })))
+      return Internal(fmt::format("tensor '{}' ({}) came with parts its format does not name", weight.name,
+                                  weight.format));
+    if (ordered.empty()) return (*q)->make_linear(weight, bias);
+    return (*q)->make_linear_from_parts(weight, ordered, bias);
   });
 }
 

@@ -39,12 +39,14 @@ class CoreModelBuilder final : public ModelBuilder {
   // A Linear for `weight` (which need not be one of the file's tensors: a
   // quantized copy, say) from the quant plugin that executes its format; not wrapped.
   // A format stored as several tensors (Quantizer::part_suffixes) finds its
-  // parts in the file by name; the second form is given them. Neither gathers
+  // parts in the file by name; the second form is given them, in any order
+  // (matched by name; an optional part may be left out). Neither gathers
   // the input of an act-order weight (ModelFile::input_order): linear() does.
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* bias) noexcept;
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, std::span<const TensorRef* const> parts,
                                               const TensorRef* bias) noexcept;
-  // The tensors stored beside `tensor` that its format needs (none for most).
+  // The tensors stored beside `tensor` that its format needs (none for most),
+  // in the format's order; nullptr for an optional one the file does not hold.
   Result<std::vector<const TensorRef*>> parts(const TensorRef& tensor) const noexcept;
   void warn(std::string_view message) noexcept override;
 

@@ -141,6 +141,8 @@ Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const std::vector<std:
   std::vector<std::string> why;
   for (const auto& q : quantizers) {
     if (!provides(*q, 2)) continue;
+    // An older plugin would not see the request to rotate (ABI 3.8).
+    if (spec.rotate_inputs && !provides(*q, 8)) continue;
     auto made = q->weight_quantizer(spec, rows, cols);
     if (made.ok()) return made;
     if (made.status().code() == StatusCode::invalid_argument)
@@ -366,6 +368,7 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     writer.set_bool("tessera.quantize.act_order", job.spec.act_order);
     writer.set_f32("tessera.quantize.damp", static_cast<float>(job.spec.damp));
   }
+  if (job.spec.rotate_inputs) writer.set_bool("tessera.quantize.rotate_inputs", true);
   if (job.smooth > 0) writer.set_f32("tessera.quantize.smoothquant_alpha", static_cast<float>(job.smooth));
   if (job.smooth_search > 0)
     writer.set_u32("tessera.quantize.smoothquant_alpha_search", static_cast<uint32_t>(job.smooth_search));
@@ -552,6 +555,7 @@ nlohmann::json QuantizeReport::to_json() const {
          {"activation_range_after", g.activation_range_after}});
   return {{"method", method},
           {"format", format},
+          {"rotated_inputs", rotated_inputs},
           {"weights_quantized", weights.size()},
           {"weights_kept", kept_weights},
           {"weights_rounded", rounded_weights},
@@ -608,6 +612,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   QuantizeReport report;
   report.method = job.spec.method;
   report.smooth_searched = job.smooth_search > 0;
+  report.rotated_inputs = job.spec.rotate_inputs;
   report.format = job.spec.format;
 
   // Fails fast, before any calibration, when no plugin can do what is asked:
@@ -736,7 +741,8 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     for (Target* t : weights) {
       auto input_parts = builder.parts(*t->weight);
       if (!input_parts.ok()) return input_parts.status();
-      for (const TensorRef* part : *input_parts) replaced.insert(part->name);
+      for (const TensorRef* part : *input_parts)
+        if (part != nullptr) replaced.insert(part->name);
       std::vector<float>& original = originals[t->weight->name];
       original.resize(static_cast<size_t>(t->weight->numel()));
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));

@@ -115,6 +115,7 @@ struct ScaleGroupReport {
 struct QuantizeReport {
   std::string method;
   bool smooth_searched = false;  // SmoothQuant's alpha chosen per group (QuantizeJob::smooth_search)
+  bool rotated_inputs = false;   // rows stored rotated (QuantizeSpec::rotate_inputs)
   std::string format;
   std::vector<QuantizedWeightReport> weights;  // in the order quantized
   std::vector<KeptWeightReport> kept;           // weights the format cannot hold, left as they were

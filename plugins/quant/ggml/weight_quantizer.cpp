@@ -256,6 +256,8 @@ Result<std::unique_ptr<WeightQuantizer>> make_weight_quantizer(const QuantizeSpe
                                                                int64_t in_features) {
   if (spec.method != "rtn" && spec.method != "gptq" && spec.method != "awq")
     return Unsupported("the ggml quant plugin quantizes with rtn, gptq or awq, not '" + spec.method + "'");
+  if (spec.rotate_inputs)
+    return InvalidArgument("the ggml formats store their rows as they are: no input rotation (" + spec.format + ")");
   if (spec.format == kGptqFormat) return make_group_quantizer(spec, out_features, in_features);
   const auto type = format_dtype(spec.format);
   const FormatShape* shape = nullptr;

@@ -1,5 +1,6 @@
 // int8_plugin.cpp: the "int8" quant plugin: INT8 W8A8 weights (int8 values
-// with one f32 scale per row, stored as two tensors) executed with int8
+// with one f32 scale per row, stored as two tensors; the rows plain or
+// rotated by hadamard_rotation.hpp's R) executed with int8
 // activations quantized per row at run time, and `tessera quantize
 // --method int8`, which writes them.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hadamard_rotation.hpp"
 #include "rowwise_quantizer.hpp"
 #include "tessera/half.hpp"
 #include "tessera/plugin.hpp"
@@ -21,7 +23,8 @@ namespace tessera::int8 {
 namespace {
 
 constexpr std::string_view kFormats[] = {kFormat};
-constexpr std::string_view kParts[] = {kScaleSuffix};
+// One of the two is stored: plain rows' scales, or rotated rows' (both optional, ABI 3.8).
+constexpr std::string_view kParts[] = {kScaleSuffix, kHadamardScaleSuffix};
 
 // A 1-D (or [n, 1]) f32/f16/bf16 tensor of n values, as f32.
 Result<std::vector<float>> read_vector(const TensorRef& t, int64_t n, const std::string& what) {
@@ -59,17 +62,30 @@ Status check_weight(const TensorRef& w) {
   return Status::Ok();
 }
 
-Result<std::vector<float>> row_scales(const TensorRef& weight, std::span<const TensorRef* const> parts) {
-  if (parts.size() != 1 || parts[0] == nullptr)
+// A weight's row scales, and whether its rows are stored rotated (W·R).
+struct RowScales {
+  std::vector<float> scales;
+  bool rotated = false;
+};
+
+Result<RowScales> row_scales(const TensorRef& weight, std::span<const TensorRef* const> parts) {
+  const TensorRef* plain = parts.size() > 0 ? parts[0] : nullptr;
+  const TensorRef* rotated = parts.size() > 1 ? parts[1] : nullptr;
+  if (plain == nullptr && rotated == nullptr)
     return InvalidArgument("tensor '" + weight.name + "': INT8 W8A8 needs its row scales '" + weight.name +
-                           std::string(kScaleSuffix) + "'");
-  auto scales = read_vector(*parts[0], weight.shape[0], "the row scales of '" + weight.name + "'");
+                           std::string(kScaleSuffix) + "' (or, for rotated rows, '" + weight.name +
+                           std::string(kHadamardScaleSuffix) + "')");
+  if (plain != nullptr && rotated != nullptr)
+    return CorruptData("tensor '" + weight.name + "': both '" + plain->name + "' and '" + rotated->name +
+                       "' are stored; its rows are either plain or rotated");
+  const TensorRef& part = plain != nullptr ? *plain : *rotated;
+  auto scales = read_vector(part, weight.shape[0], "the row scales of '" + weight.name + "'");
   if (!scales.ok()) return scales.status();
   for (float s : *scales) {
     if (!std::isfinite(s) || s < 0)
-      return CorruptData("tensor '" + parts[0]->name + "': a row scale is negative, NaN or infinite");
+      return CorruptData("tensor '" + part.name + "': a row scale is negative, NaN or infinite");
   }
-  return scales;
+  return RowScales{std::move(scales).value(), rotated != nullptr};
 }
 
 const ParamSpec kParams[] = {
@@ -90,6 +106,8 @@ class Int8Quantizer final : public Quantizer {
     if (format == kFormat) return kParts;
     return {};
   }
+
+  bool part_optional(std::string_view format, size_t /*index*/) const noexcept override { return format == kFormat; }
 
   Result<std::unique_ptr<Linear>> make_linear(const TensorRef& weight, const TensorRef* /*bias*/) noexcept override {
     return InvalidArgument("tensor '" + weight.name + "': INT8 W8A8 needs its row scales '" + weight.name +
@@ -116,9 +134,10 @@ class Int8Quantizer final : public Quantizer {
       if (std::find(values, values + count, int8_t{-128}) != values + count)
         return CorruptData("tensor '" + weight.name +
                            "' holds -128: INT8 W8A8 weights are symmetric, in [-127, 127]");
-      PackedWeight packed =
-          pack_weight(static_cast<const int8_t*>(weight.data), scales->data(), weight.shape[0], weight.shape[1]);
-      return std::unique_ptr<Linear>(std::make_unique<W8A8Linear>(std::move(packed), std::move(b), two_terms_));
+      PackedWeight packed = pack_weight(static_cast<const int8_t*>(weight.data), scales->scales.data(),
+                                        weight.shape[0], weight.shape[1]);
+      return std::unique_ptr<Linear>(
+          std::make_unique<W8A8Linear>(std::move(packed), std::move(b), two_terms_, scales->rotated));
     });
   }
 
@@ -138,8 +157,9 @@ class Int8Quantizer final : public Quantizer {
         return InvalidArgument("dequantize_rows('" + tensor.name + "'): rows out of range");
       const auto* q = static_cast<const int8_t*>(tensor.data);
       for (int64_t r = 0; r < n_rows; ++r) {
-        const float s = (*scales)[static_cast<size_t>(first_row + r)];
+        const float s = scales->scales[static_cast<size_t>(first_row + r)];
         for (int64_t k = 0; k < cols; ++k) out[r * cols + k] = s * q[(first_row + r) * cols + k];
+        if (scales->rotated) rotate_row(out + r * cols, cols);  // W = (W·R)·R: R is its own inverse
       }
       return Status::Ok();
     });

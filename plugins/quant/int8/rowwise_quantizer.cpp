@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hadamard_rotation.hpp"
 #include "w8a8_layout.hpp"
 
 namespace tessera::int8 {
@@ -32,7 +33,7 @@ namespace {
 
 class RowwiseQuantizer final : public WeightQuantizer {
  public:
-  RowwiseQuantizer(int64_t out, int64_t in) : out_(out), in_(in) {}
+  RowwiseQuantizer(int64_t out, int64_t in, bool rotated) : out_(out), in_(in), rotated_(rotated) {}
 
   bool wants_inputs() const noexcept override { return false; }
   Status observe(const float* /*x*/, int64_t /*n_rows*/) noexcept override { return Status::Ok(); }
@@ -52,6 +53,13 @@ class RowwiseQuantizer final : public WeightQuantizer {
       result.data.resize(static_cast<size_t>(out_ * in_));
       scales_.assign(static_cast<size_t>(out_), 0.0f);
       auto* q = reinterpret_cast<int8_t*>(result.data.data());
+      std::vector<float> rotated;  // [out, in]: W·R
+      if (rotated_) {
+        rotated.assign(weight, weight + out_ * in_);
+#pragma omp parallel for schedule(static) if (out_ * in_ >= kParallelWeightValues)
+        for (int64_t o = 0; o < out_; ++o) rotate_row(rotated.data() + o * in_, in_);
+        weight = rotated.data();  // R is orthogonal: the errors below are the same in either basis
+      }
       quantize_rows(weight, out_, in_, q, scales_.data());
       // Without inputs the error is the weights' own: ||W - Q||² / ||W||².
       // Summed a row at a time, in parallel, then over rows in order: the
@@ -84,7 +92,7 @@ class RowwiseQuantizer final : public WeightQuantizer {
     return guard([&]() -> Result<std::vector<QuantizedPart>> {
       if (scales_.empty()) return Internal("parts() asked before quantize()");
       QuantizedPart scale;
-      scale.suffix = std::string(kScaleSuffix);
+      scale.suffix = std::string(rotated_ ? kHadamardScaleSuffix : kScaleSuffix);
       scale.dtype = DType::f32;
       scale.shape = {out_};
       scale.data.resize(scales_.size() * sizeof(float));
@@ -95,6 +103,7 @@ class RowwiseQuantizer final : public WeightQuantizer {
 
  private:
   int64_t out_, in_;
+  bool rotated_;               // the rows are W·R, the scales stored as kHadamardScaleSuffix
   std::vector<float> scales_;  // [out]: the last quantize()'s
 };
 
@@ -115,7 +124,8 @@ Result<std::unique_ptr<WeightQuantizer>> make_rowwise_quantizer(const QuantizeSp
   if (out_features <= 0 || in_features <= 0 || in_features > kMaxInFeatures)
     return InvalidArgument("INT8 W8A8 takes rows of 1 to " + std::to_string(kMaxInFeatures) + " values, not " +
                            std::to_string(in_features));
-  return std::unique_ptr<WeightQuantizer>(std::make_unique<RowwiseQuantizer>(out_features, in_features));
+  return std::unique_ptr<WeightQuantizer>(
+      std::make_unique<RowwiseQuantizer>(out_features, in_features, spec.rotate_inputs));
 }
 
 }  // namespace tessera::int8

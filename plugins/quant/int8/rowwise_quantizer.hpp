@@ -1,6 +1,7 @@
 // rowwise_quantizer.hpp: `tessera quantize --method int8`: each weight row
-// rounded to int8 against its own symmetric scale max|row| / 127 (the
-// weights of INT8 W8A8; the activations are quantized at run time).
+// (rotated first, with QuantizeSpec::rotate_inputs) rounded to int8 against
+// its own symmetric scale max|row| / 127 (the weights of INT8 W8A8; the
+// activations are quantized at run time).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,12 @@
 namespace tessera::int8 {
 
 // The storage format: int8 values [out, in] with f32 scales [out] stored
-// beside them under the weight's name + kScaleSuffix.
+// beside them under the weight's name + kScaleSuffix; or, for rows stored
+// rotated (W·R, hadamard_rotation.hpp), under + kHadamardScaleSuffix instead,
+// so that a library that knows only kScaleSuffix refuses such a weight.
 inline constexpr std::string_view kFormat = "i8";
 inline constexpr std::string_view kScaleSuffix = "_scale";
+inline constexpr std::string_view kHadamardScaleSuffix = "_hadamard_scale";
 
 // Refuses (invalid_argument / unsupported, saying why) a spec this method cannot write.
 Result<std::unique_ptr<WeightQuantizer>> make_rowwise_quantizer(const QuantizeSpec& spec, int64_t out_features,

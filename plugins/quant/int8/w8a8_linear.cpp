@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "hadamard_rotation.hpp"
 
 namespace tessera::int8 {
 
@@ -32,8 +33,8 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
   return amax / 127.0f;
 }
 
-W8A8Linear::W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms)
-    : w_(std::move(weight)), bias_(std::move(bias)), two_terms_(two_terms) {}
+W8A8Linear::W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms, bool rotated)
+    : w_(std::move(weight)), bias_(std::move(bias)), two_terms_(two_terms), rotated_(rotated) {}
 
 uint64_t W8A8Linear::weight_bytes() const noexcept {
   return static_cast<uint64_t>(w_.out) * static_cast<uint64_t>(w_.in) + static_cast<uint64_t>(w_.out) * 4;
@@ -76,6 +77,12 @@ void W8A8Linear::plan(int64_t n_rows) {
 void W8A8Linear::quantize_row(const float* x, int64_t r) {
   const int64_t stride = w_.in_padded();
   const float* row = x + r * w_.in;
+  if (rotated_) {
+    thread_local std::vector<float> rotated;  // [in]: x[r]·R
+    rotated.assign(row, row + w_.in);
+    rotate_row(rotated.data(), w_.in);
+    row = rotated.data();
+  }
   int8_t* q = q_.data() + r * stride;
   const float sx = quantize_activation_row(row, w_.in, stride, q);
   row_scales_[static_cast<size_t>(r)] = sx;

@@ -8,6 +8,8 @@
 // e[t][k] = x[t][k] - sx[t] q[t][k] into q2 with its own scale sx2[t], and
 //   y[t][o] = f32(sum_k W[o][k] q[t][k]) (sx[t] sw[o]) + f32(sum_k W[o][k] q2[t][k]) (sx2[t] sw[o]) + b[o]
 // so the activations' rounding shrinks ~254-fold for twice the integer work.
+// A weight stored rotated (W·R, hadamard_rotation.hpp) has each activation
+// row multiplied by R before it is quantized: (x R)(W R)ᵀ = x Wᵀ.
 // Decode and small batches run the panel dot of the CPU's level; 32 rows or
 // more run on AMX tiles where the CPU has them.
 #pragma once
@@ -27,7 +29,7 @@ float quantize_activation_row(const float* x, int64_t n, int64_t n_padded, int8_
 
 class W8A8Linear final : public Linear {
  public:
-  W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms = false);
+  W8A8Linear(PackedWeight weight, std::vector<float> bias, bool two_terms = false, bool rotated = false);
 
   int64_t in_features() const noexcept override { return w_.in; }
   int64_t out_features() const noexcept override { return w_.out; }
@@ -56,6 +58,7 @@ class W8A8Linear final : public Linear {
   PackedWeight w_;
   std::vector<float> bias_;            // [out] or empty
   bool two_terms_;
+  bool rotated_;                       // w_ holds W·R: inputs are rotated before they are quantized
   std::vector<int8_t> q_;              // [terms, rows (padded to 32 for tiles), in_padded]: this forward's activations
   std::vector<float> row_scales_;      // [terms, rows]: their scales
   int64_t padded_rows_ = 0;

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hadamard_rotation.hpp"
 #include "rowwise_quantizer.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
@@ -337,6 +338,46 @@ TEST(W8A8Linear, TwoActivationTermsSumBothProductsAndFollowTheFloatProductCloser
   EXPECT_LT(err_two, 0.5 * err_one) << "one term " << err_one / energy << ", two " << err_two / energy;
 }
 
+// A weight stored rotated (W·R) rotates each input row before quantizing
+// it: the same bits as the plain Linear of W·R fed x·R, and an outlier
+// channel in x costs far less than without the rotation.
+TEST(W8A8Linear, RotatedWeightsRotateTheirInputsAndSpreadOutliers) {
+  const int64_t out = 48, in = 256, rows = 6;
+  const auto weight = random_floats(static_cast<size_t>(out * in), 45, 0.05f);
+  auto x = random_floats(static_cast<size_t>(rows * in), 46);
+  for (int64_t t = 0; t < rows; ++t) x[static_cast<size_t>(t * in + 17)] *= 60.0f;  // one outlier channel
+  auto weight_rotated = weight, x_rotated = x;
+  for (int64_t o = 0; o < out; ++o) rotate_row(weight_rotated.data() + o * in, in);
+  for (int64_t t = 0; t < rows; ++t) rotate_row(x_rotated.data() + t * in, in);
+  const auto quantized = [&](const std::vector<float>& w, bool rotated) {
+    std::vector<int8_t> q(w.size());
+    std::vector<float> scales(static_cast<size_t>(out));
+    quantize_rows(w.data(), out, in, q.data(), scales.data());
+    return W8A8Linear(pack_weight(q.data(), scales.data(), out, in), {}, false, rotated);
+  };
+  const auto forward = [&](W8A8Linear l, const std::vector<float>& input) {
+    std::vector<float> y(static_cast<size_t>(rows * out));
+    EXPECT_TRUE(l.forward(input.data(), y.data(), rows).ok());
+    return y;
+  };
+  const auto rotated = forward(quantized(weight_rotated, true), x);
+  EXPECT_EQ(rotated, forward(quantized(weight_rotated, false), x_rotated));
+
+  const auto plain = forward(quantized(weight, false), x);
+  double err_plain = 0, err_rotated = 0, energy = 0;
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t o = 0; o < out; ++o) {
+      double exact = 0;
+      for (int64_t k = 0; k < in; ++k) exact += static_cast<double>(weight[o * in + k]) * x[t * in + k];
+      const size_t i = static_cast<size_t>(t * out + o);
+      err_plain += (plain[i] - exact) * (plain[i] - exact);
+      err_rotated += (rotated[i] - exact) * (rotated[i] - exact);
+      energy += exact * exact;
+    }
+  }
+  EXPECT_LT(err_rotated, err_plain / 4) << "plain " << err_plain / energy << ", rotated " << err_rotated / energy;
+}
+
 TEST(W8A8Linear, ANonFiniteInputPoisonsOnlyItsRow) {
   const LinearCase c(16, 64, 51);
   auto x = random_floats(static_cast<size_t>(2 * c.in), 52);
@@ -412,7 +453,9 @@ TEST(RowwiseQuantizer, RoundsLikeNearbyintAtTiesAndTinyScales) {
   const float scale = 1e-38f;
   for (const float x : w) {
     const float q = x / scale;
-    if (std::fabs(q) <= 4194304.0f) EXPECT_EQ(round_to_even_small(q), std::nearbyint(q)) << x;
+    if (std::fabs(q) <= 4194304.0f) {
+      EXPECT_EQ(round_to_even_small(q), std::nearbyint(q)) << x;
+    }
   }
   EXPECT_EQ(round_to_even_small(0.5f), 0.0f);
   EXPECT_EQ(round_to_even_small(1.5f), 2.0f);
@@ -512,8 +555,12 @@ TEST_F(Int8PluginTest, RunsWeightsStoredWithTheirScales) {
   ASSERT_EQ(formats.size(), 1u);
   EXPECT_EQ(formats[0], "i8");
   const auto suffixes = quantizer_->part_suffixes("i8");
-  ASSERT_EQ(suffixes.size(), 1u);
+  ASSERT_EQ(suffixes.size(), 2u);
   EXPECT_EQ(suffixes[0], "_scale");
+  EXPECT_EQ(suffixes[1], "_hadamard_scale");
+  ASSERT_TRUE(provides(*quantizer_, 8));
+  EXPECT_TRUE(quantizer_->part_optional("i8", 0));
+  EXPECT_TRUE(quantizer_->part_optional("i8", 1));
   EXPECT_TRUE(quantizer_->part_suffixes("f32").empty());
 
   const LinearCase c(20, 64, 71);
@@ -562,8 +609,64 @@ TEST_F(Int8PluginTest, RunsWeightsStoredWithTheirScales) {
   EXPECT_NE(refused.status().message().find("-128"), std::string::npos) << refused.status().message();
   const TensorRef flat = ref("w", DType::i8, {c.out * c.in}, c.q.data(), c.q.size());
   EXPECT_FALSE(quantizer_->make_linear_from_parts(flat, parts, nullptr).ok());
-  const TensorRef* no_parts[] = {nullptr};
+  const TensorRef* no_parts[] = {nullptr, nullptr};
   EXPECT_FALSE(quantizer_->make_linear_from_parts(w, std::span<const TensorRef* const>(no_parts, 0), nullptr).ok());
+  EXPECT_FALSE(quantizer_->make_linear_from_parts(w, no_parts, nullptr).ok());
+}
+
+// Rows stored rotated, their scales under "_hadamard_scale": the Linear
+// rotates its inputs, dequantized rows come back in the input's basis, and a
+// weight with both kinds of scales is refused.
+TEST_F(Int8PluginTest, RunsRotatedWeightsAndDecodesThemUnrotated) {
+  const int64_t out = 20, in = 64;
+  const auto weight = random_floats(static_cast<size_t>(out * in), 73, 0.05f);
+  QuantizeSpec spec = int8_spec();
+  spec.rotate_inputs = true;
+  auto wq = quantizer_->weight_quantizer(spec, out, in);
+  ASSERT_TRUE(wq.ok()) << wq.status().message();
+  auto q = (*wq)->quantize(weight.data());
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  auto parts = (*wq)->parts();
+  ASSERT_TRUE(parts.ok());
+  ASSERT_EQ(parts->size(), 1u);
+  EXPECT_EQ((*parts)[0].suffix, "_hadamard_scale");
+
+  const TensorRef w = ref("blk.0.ffn_up.weight", DType::i8, {out, in}, q->data.data(), q->data.size());
+  const TensorRef s = ref("blk.0.ffn_up.weight_hadamard_scale", DType::f32, {out}, (*parts)[0].data.data(),
+                          (*parts)[0].data.size());
+  const TensorRef* rotated_parts[] = {nullptr, &s};
+  auto linear = quantizer_->make_linear_from_parts(w, rotated_parts, nullptr);
+  ASSERT_TRUE(linear.ok()) << linear.status().message();
+  const auto x = random_floats(static_cast<size_t>(in), 74);
+  std::vector<float> y(static_cast<size_t>(out));
+  ASSERT_TRUE((*linear)->forward(x.data(), y.data(), 1).ok());
+  double err = 0, energy = 0;
+  for (int64_t o = 0; o < out; ++o) {
+    double exact = 0;
+    for (int64_t k = 0; k < in; ++k) exact += static_cast<double>(weight[o * in + k]) * x[k];
+    err += (y[o] - exact) * (y[o] - exact);
+    energy += exact * exact;
+  }
+  EXPECT_LT(err / energy, 1e-3) << "the rotated Linear is not x·Wᵀ";
+
+  std::vector<float> rows(static_cast<size_t>(out * in));
+  ASSERT_TRUE(quantizer_->dequantize_rows_from_parts(w, rotated_parts, 0, out, rows.data()).ok());
+  for (int64_t o = 0; o < out; ++o) {
+    float scale;
+    std::memcpy(&scale, (*parts)[0].data.data() + 4 * o, 4);
+    // Half a step per value in the rotated basis, at most sqrt(in) half-steps in any one value back here.
+    for (int64_t k = 0; k < in; ++k)
+      EXPECT_NEAR(rows[o * in + k], weight[o * in + k], 0.5 * scale * std::sqrt(static_cast<double>(in)) + 1e-7)
+          << o << ", " << k;
+  }
+
+  const TensorRef plain = ref("blk.0.ffn_up.weight_scale", DType::f32, {out}, (*parts)[0].data.data(),
+                              (*parts)[0].data.size());
+  const TensorRef* both[] = {&plain, &s};
+  auto refused = quantizer_->make_linear_from_parts(w, both, nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("either plain or rotated"), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace
