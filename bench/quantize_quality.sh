@@ -21,8 +21,10 @@
 #   METHODS        Tessera's methods, space-separated ("rtn gptq awq"; also
 #                  int8, and awq-no-clip: AWQ's scales without its clipping search)
 #   GPTQ_FLAGS     extra flags for GPTQ ("--act-order")
-#   INT8_FLAGS     extra flags for int8, INT8 W8A8 ("--smooth auto"); its file
-#                  is Tessera's own format, scored by Tessera alone
+#   INT8_FLAGS     extra flags for int8, INT8 W8A8 ("--smooth auto"; the
+#                  Hadamard rotation is tessera quantize's default, and
+#                  "--rotation none" turns it off); its file is Tessera's own
+#                  format, scored by Tessera alone
 #   CALIBRATION    calibration text (.cache/eval/kjv.txt); SAMPLES (8) windows
 #                  of SAMPLE_TOKENS (512), for Tessera and llama-imatrix alike
 #   TEXT, CTX, CHUNKS, THREADS, LIMIT  as in bench/kquant_perplexity.sh
