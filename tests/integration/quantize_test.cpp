@@ -551,6 +551,33 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
     ASSERT_NE(scale, nullptr) << name;
     EXPECT_EQ(scale->dtype, DType::f32) << name;
   }
+  // Quantized again without the rotation: its rows decode back to the input's
+  // basis, and the file no longer says they are rotated.
+  QuantizeJob unrotate = job_for(scratch("int8_unrotated.gguf").string(), "int8", "", true);
+  unrotate.input = rotated.string();
+  unrotate.spec.format = "i8";
+  unrotate.spec.bits = 8;
+  unrotate.spec.group_size = -1;
+  auto unrotated_report = quantize_model(unrotate, test_registry());
+  ASSERT_TRUE(unrotated_report.ok()) << unrotated_report.status().message();
+  auto unrotated = open_model(unrotate.output);
+  ASSERT_TRUE(unrotated.ok()) << unrotated.status().message();
+  EXPECT_FALSE((*unrotated)->gguf()->get_bool("tessera.quantize.rotate_inputs").has_value());
+  EXPECT_NE((*unrotated)->find("blk.0.attn_q.weight_scale"), nullptr);
+  EXPECT_EQ((*unrotated)->find("blk.0.attn_q.weight_hadamard_scale"), nullptr);
+  {
+    // Its first layer's weights are the plain file's to within one rounding step of each.
+    auto plain_file = open_model(plain.string());
+    ASSERT_TRUE(plain_file.ok());
+    const TensorRef* a = (*plain_file)->find("blk.0.ffn_down.weight");
+    const TensorRef* b = (*unrotated)->find("blk.0.ffn_down.weight");
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    const auto* qa = static_cast<const int8_t*>(a->data);
+    const auto* qb = static_cast<const int8_t*>(b->data);
+    int64_t far = 0;
+    for (int64_t i = 0; i < a->numel(); ++i) far += std::abs(qa[i] - qb[i]) > 1 ? 1 : 0;
+    EXPECT_LT(far, a->numel() / 1000) << "the rotated rows did not decode back to the input's";
+  }
 
   const auto [smooth, smooth_report] = quantize(0.5);
   ASSERT_EQ(smooth_report.scale_groups.size(), 30u * 3u);

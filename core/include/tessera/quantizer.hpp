@@ -7,7 +7,8 @@
 //
 // A format may store a weight as several tensors (ABI 3.4): INT8 W8A8 keeps
 // the int8 values under the weight's name and one f32 scale per row under
-// name + "_scale"; the plugin names the suffixes, the core finds the tensors.
+// name + "_scale" (or "_hadamard_scale" for rows stored rotated, ABI 3.8's
+// optional parts); the plugin names the suffixes, the core finds the tensors.
 //
 // Offline quantization (ABI 3.2, `tessera quantize`): the core asks each quant
 // plugin for a WeightQuantizer per weight matrix; a calibrated method sees the

@@ -142,7 +142,10 @@ Result<std::unique_ptr<WeightQuantizer>> weight_quantizer(const std::vector<std:
   for (const auto& q : quantizers) {
     if (!provides(*q, 2)) continue;
     // An older plugin would not see the request to rotate (ABI 3.8).
-    if (spec.rotate_inputs && !provides(*q, 8)) continue;
+    if (spec.rotate_inputs && !provides(*q, 8)) {
+      why.push_back("a quant plugin built for an ABI older than 3.8 cannot rotate its inputs (--rotation none)");
+      continue;
+    }
     auto made = q->weight_quantizer(spec, rows, cols);
     if (made.ok()) return made;
     if (made.status().code() == StatusCode::invalid_argument)
@@ -319,6 +322,10 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   const std::optional<uint32_t> file_type = type && !checkpoint_tensors ? llama_file_type(*type) : std::nullopt;
   for (const auto& [key, value] : input.metadata()) {
     if (key == "general.file_type" && type && !file_type) continue;
+    // What an earlier `tessera quantize` of the input recorded (its method,
+    // rotation, SmoothQuant settings) describes weights this run replaces:
+    // only this run's keys, written below.
+    if (key.starts_with("tessera.quantize.")) continue;
     writer.set(key, value);
   }
   for (const auto& t : input.tensors()) {

@@ -9,7 +9,9 @@
 // kMaxHadamardBlock. R is symmetric and orthogonal, so it is its own inverse
 // and x·Wᵀ = (x R)·(W R)ᵀ: a file stores the weights' rows times R and the
 // Linear multiplies each activation row by R before quantizing it. Applying
-// R to a row costs n·log2(b) additions and n multiplications.
+// R to a row costs n·log2(b) additions and n multiplications. The sums are
+// normalised at the end, so a finite value above FLT_MAX / b overflows (no
+// activation or weight comes near it).
 #pragma once
 
 #include <cstdint>

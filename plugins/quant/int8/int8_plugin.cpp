@@ -72,7 +72,7 @@ Result<RowScales> row_scales(const TensorRef& weight, std::span<const TensorRef*
   const TensorRef* plain = parts.size() > 0 ? parts[0] : nullptr;
   const TensorRef* rotated = parts.size() > 1 ? parts[1] : nullptr;
   if (plain == nullptr && rotated == nullptr)
-    return InvalidArgument("tensor '" + weight.name + "': INT8 W8A8 needs its row scales '" + weight.name +
+    return CorruptData("tensor '" + weight.name + "': INT8 W8A8 needs its row scales '" + weight.name +
                            std::string(kScaleSuffix) + "' (or, for rotated rows, '" + weight.name +
                            std::string(kHadamardScaleSuffix) + "')");
   if (plain != nullptr && rotated != nullptr)

@@ -362,6 +362,12 @@ TEST(W8A8Linear, RotatedWeightsRotateTheirInputsAndSpreadOutliers) {
   };
   const auto rotated = forward(quantized(weight_rotated, true), x);
   EXPECT_EQ(rotated, forward(quantized(weight_rotated, false), x_rotated));
+  // Two activation terms: the second quantizes what the first left of the rotated row.
+  std::vector<int8_t> q(weight_rotated.size());
+  std::vector<float> scales(static_cast<size_t>(out));
+  quantize_rows(weight_rotated.data(), out, in, q.data(), scales.data());
+  EXPECT_EQ(forward(W8A8Linear(pack_weight(q.data(), scales.data(), out, in), {}, true, true), x),
+            forward(W8A8Linear(pack_weight(q.data(), scales.data(), out, in), {}, true, false), x_rotated));
 
   const auto plain = forward(quantized(weight, false), x);
   double err_plain = 0, err_rotated = 0, energy = 0;
@@ -611,7 +617,11 @@ TEST_F(Int8PluginTest, RunsWeightsStoredWithTheirScales) {
   EXPECT_FALSE(quantizer_->make_linear_from_parts(flat, parts, nullptr).ok());
   const TensorRef* no_parts[] = {nullptr, nullptr};
   EXPECT_FALSE(quantizer_->make_linear_from_parts(w, std::span<const TensorRef* const>(no_parts, 0), nullptr).ok());
-  EXPECT_FALSE(quantizer_->make_linear_from_parts(w, no_parts, nullptr).ok());
+  auto without_scales = quantizer_->make_linear_from_parts(w, no_parts, nullptr);
+  ASSERT_FALSE(without_scales.ok());
+  EXPECT_EQ(without_scales.status().code(), StatusCode::corrupt_data) << "a file without the scales is damaged";
+  EXPECT_NE(without_scales.status().message().find("blk.0.ffn_up.weight_scale"), std::string::npos)
+      << without_scales.status().message();
 }
 
 // Rows stored rotated, their scales under "_hadamard_scale": the Linear
