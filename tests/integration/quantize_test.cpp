@@ -74,6 +74,15 @@ QuantizeJob job_for(const std::string& output, const std::string& method, const 
   return job;
 }
 
+// INT8 W8A8: int8 rows with one scale per row (plain rows unless the test sets rotate_inputs).
+QuantizeJob job_for_int8(const std::string& output) {
+  QuantizeJob job = job_for(output, "int8", "", true);
+  job.spec.format = "i8";
+  job.spec.bits = 8;
+  job.spec.group_size = -1;
+  return job;
+}
+
 std::string greedy_text(const fs::path& model) {
   auto session = open_session(kPipelines / "quickstart.toml", {{"model", "path", model.string()}});
   if (!session) return "(no session)";
@@ -225,16 +234,12 @@ TEST(Quantize, CalibratingLayerByLayerWritesWhatWholeForwardsWrite) {
   for (const char* method : {"gptq", "int8"}) {
     SCOPED_TRACE(method);
     const bool int8 = std::string(method) == "int8";
-    QuantizeJob job = job_for(scratch(std::string(method) + "_layered.gguf").string(), method, int8 ? "" : "q4_0", true);
+    const std::string output = scratch(std::string(method) + "_layered.gguf").string();
+    QuantizeJob job = int8 ? job_for_int8(output) : job_for(output, method, "q4_0", true);
     job.calibration_text = calibration_text();
     job.samples = 2;
     job.sample_tokens = 40;
-    if (int8) {
-      job.spec.format = "i8";
-      job.spec.bits = 8;
-      job.spec.group_size = -1;
-      job.smooth_search = 4;
-    }
+    if (int8) job.smooth_search = 4;
     auto layered = quantize_model(job, test_registry());
     ASSERT_TRUE(layered.ok()) << layered.status().message();
     EXPECT_TRUE(layered->layer_by_layer);
@@ -497,10 +502,7 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
                                  : search > 0 ? "int8_smooth_search.gguf"
                                  : smooth > 0 ? "int8_smooth.gguf"
                                               : "int8.gguf");
-    QuantizeJob job = job_for(out.string(), "int8", "", true);
-    job.spec.format = "i8";
-    job.spec.bits = 8;
-    job.spec.group_size = -1;
+    QuantizeJob job = job_for_int8(out.string());
     job.spec.rotate_inputs = rotate;
     job.smooth = smooth;
     job.smooth_search = search;
@@ -553,11 +555,8 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
   }
   // Quantized again without the rotation: its rows decode back to the input's
   // basis, and the file no longer says they are rotated.
-  QuantizeJob unrotate = job_for(scratch("int8_unrotated.gguf").string(), "int8", "", true);
+  QuantizeJob unrotate = job_for_int8(scratch("int8_unrotated.gguf").string());
   unrotate.input = rotated.string();
-  unrotate.spec.format = "i8";
-  unrotate.spec.bits = 8;
-  unrotate.spec.group_size = -1;
   auto unrotated_report = quantize_model(unrotate, test_registry());
   ASSERT_TRUE(unrotated_report.ok()) << unrotated_report.status().message();
   auto unrotated = open_model(unrotate.output);
@@ -666,10 +665,7 @@ TEST(Quantize, Int8WritesRowScalesBesideItsWeightsAndSmoothQuantKeepsTheModel) {
 TEST(Quantize, Int8WeightWithoutItsScalesIsRefused) {
   SKIP_WITHOUT_MODEL();
   const fs::path out = scratch("int8_for_surgery.gguf");
-  QuantizeJob job = job_for(out.string(), "int8", "", true);
-  job.spec.format = "i8";
-  job.spec.bits = 8;
-  job.spec.group_size = -1;
+  QuantizeJob job = job_for_int8(out.string());
   ASSERT_TRUE(quantize_model(job, test_registry()).ok());
 
   // An INT8 file quantizes again: into INT8 (its scales replaced, not

@@ -55,8 +55,8 @@ Status check_weight(const TensorRef& w) {
   if (w.ndim != 2 || w.shape[0] <= 0 || w.shape[1] <= 0)
     return InvalidArgument("tensor '" + w.name + "': an INT8 W8A8 weight must be 2-D [out, in]");
   if (w.shape[1] > kMaxInFeatures)
-    return Unsupported("tensor '" + w.name + "': rows of " + std::to_string(w.shape[1]) + " values; INT8 W8A8 takes up to " +
-                       std::to_string(kMaxInFeatures));
+    return Unsupported("tensor '" + w.name + "': rows of " + std::to_string(w.shape[1]) +
+                       " values; INT8 W8A8 takes up to " + std::to_string(kMaxInFeatures));
   if (w.data == nullptr || w.nbytes < static_cast<uint64_t>(w.shape[0]) * static_cast<uint64_t>(w.shape[1]))
     return CorruptData("tensor '" + w.name + "': fewer bytes than its shape");
   return Status::Ok();
@@ -73,8 +73,8 @@ Result<RowScales> row_scales(const TensorRef& weight, std::span<const TensorRef*
   const TensorRef* rotated = parts.size() > 1 ? parts[1] : nullptr;
   if (plain == nullptr && rotated == nullptr)
     return CorruptData("tensor '" + weight.name + "': INT8 W8A8 needs its row scales '" + weight.name +
-                           std::string(kScaleSuffix) + "' (or, for rotated rows, '" + weight.name +
-                           std::string(kHadamardScaleSuffix) + "')");
+                       std::string(kScaleSuffix) + "' (or, for rotated rows, '" + weight.name +
+                       std::string(kHadamardScaleSuffix) + "')");
   if (plain != nullptr && rotated != nullptr)
     return CorruptData("tensor '" + weight.name + "': both '" + plain->name + "' and '" + rotated->name +
                        "' are stored; its rows are either plain or rotated");
@@ -132,10 +132,9 @@ class Int8Quantizer final : public Quantizer {
       const auto* values = static_cast<const int8_t*>(weight.data);
       const int64_t count = weight.shape[0] * weight.shape[1];
       if (std::find(values, values + count, int8_t{-128}) != values + count)
-        return CorruptData("tensor '" + weight.name +
-                           "' holds -128: INT8 W8A8 weights are symmetric, in [-127, 127]");
-      PackedWeight packed = pack_weight(static_cast<const int8_t*>(weight.data), scales->scales.data(),
-                                        weight.shape[0], weight.shape[1]);
+        return CorruptData("tensor '" + weight.name + "' holds -128: INT8 W8A8 weights are symmetric, in [-127, 127]");
+      PackedWeight packed =
+          pack_weight(static_cast<const int8_t*>(weight.data), scales->scales.data(), weight.shape[0], weight.shape[1]);
       return std::unique_ptr<Linear>(
           std::make_unique<W8A8Linear>(std::move(packed), std::move(b), two_terms_, scales->rotated));
     });
