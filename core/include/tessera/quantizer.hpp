@@ -40,7 +40,7 @@ struct QuantizeSpec {
   int32_t group_size = 32;  // input columns sharing a scale; -1: the whole row
   bool symmetric = true;
   bool act_order = false;   // GPTQ: columns in order of decreasing input energy
-  double damp = 0.01;       // GPTQ: this fraction of the mean Hessian diagonal is added to it
+  double damp = 0.1;        // GPTQ: this fraction of the mean Hessian diagonal is added to it
 #if TESSERA_ABI_MINOR >= 3
   // AWQ (ABI 3.3): search each group's clipping range against its share of
   // the output error (the core leaves it off for the query and key weights,

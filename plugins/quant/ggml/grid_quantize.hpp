@@ -79,7 +79,7 @@ GridWeights round_to_nearest(const GridLayout& layout, const float* w, int64_t r
 
 struct GptqSettings {
   bool act_order = false;
-  double damp = 0.01;             // of the mean diagonal of H
+  double damp = 0.1;              // of the mean diagonal of H
   int64_t block_columns = 128;    // columns whose updates are applied within the block; a multiple of 32
 };
 
