@@ -8,7 +8,9 @@
 # (scripts/fetch-qwen-pair.sh; mostly Q5_0, some Q4_K/Q6_K/Q8_0) dequantized
 # to f16 by llama-quantize, so every figure carries the Q5_0 rounding too.
 # The calibration text is the King James Bible, the evaluation text the
-# Jargon File (never the same text).
+# Jargon File (never the same text). GPTQ runs at tessera quantize's default
+# damping (0.1 since 2026-12-06; the docs' 2026-12-05 figures were at 0.01:
+# GPTQ_FLAGS="--act-order --damp 0.01" reproduces them).
 #
 # Rows, per format (FORMATS, space-separated; default all):
 #   q4_0  Tessera rtn, gptq (act-order), awq  against llama-quantize Q4_0

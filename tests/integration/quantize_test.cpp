@@ -742,10 +742,7 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   smooth_gptq.smooth = 0;
   smooth_gptq.smooth_search = 20;
   EXPECT_NE(message(smooth_gptq).find("an INT8 W8A8 setting"), std::string::npos) << message(smooth_gptq);
-  QuantizeJob int8 = job_for(out.string(), "int8", "", true);
-  int8.spec.format = "i8";
-  int8.spec.bits = 8;
-  int8.spec.group_size = -1;
+  QuantizeJob int8 = job_for_int8(out.string());
   int8.smooth = 0.5;
   EXPECT_NE(message(int8).find("with SmoothQuant calibrates: give it a text"), std::string::npos) << message(int8);
   int8.smooth = 1.5;
