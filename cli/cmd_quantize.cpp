@@ -175,7 +175,7 @@ int cmd_quantize(int argc, char** argv) {
       "default 128; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
       "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
-      "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value("0.1"))(
+      "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value(fmt::format("{}", QuantizeSpec{}.damp)))(
       "calibration", "calibration text file (GPTQ, AWQ)", cxxopts::value<std::string>())(
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
