@@ -66,7 +66,11 @@ KQuantGroupFn kquant_group_kernel(const KernelTable& k, DType type) {
 // pairs against 20.3-20.8 by groups, 4 rows 22.4-22.6 against 20.6-20.9, 8
 // rows 23.3 against 34.7; on the idle host minutes before, 4 rows 15.2-15.8
 // against 18.3-18.4 and 5 rows 16.2-16.5 against 24.4-25.9. Four is where
-// the pairs won idle (by 17%) and lost contended (by 9%).
+// the pairs won idle (by 17%) and lost contended (by 9%). Rows after the
+// first tile of a chunk find the weights in cache, where the pairs' fewer
+// instructions per product and activation row (Q4_K: 10 per 512 against
+// the groups' 18, the weights' unpacking aside) take them (KQuantLinear::rows;
+// measured on the Xeon with AMX for tiles of 1 and 3 rows, docs/kernels.md).
 constexpr int kMinPairRows = 4;
 
 KQuantPairFn kquant_pair_kernel(const KernelTable& k, DType type) {
@@ -84,10 +88,14 @@ int64_t KQuantLinear::rows_per_call(const KernelTable& k) const {
 }
 
 void KQuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
-                        int64_t y_stride) const {
+                        int64_t y_stride, bool weights_cached) const {
   const int64_t nb = in_ / kSuperBlock;
   const KQuantGroupFn group = repacked_rows_ > 0 ? kquant_group_kernel(k, type_) : nullptr;
-  const KQuantPairFn pair = group != nullptr && nx >= kMinPairRows ? kquant_pair_kernel(k, type_) : nullptr;
+  // Few rows against weights streamed from memory: the groups (kMinPairRows).
+  // Against weights a tile before this one brought into cache (the 9th row of
+  // a verification step, say), the pairs at any count.
+  const KQuantPairFn pair =
+      group != nullptr && (nx >= kMinPairRows || weights_cached) ? kquant_pair_kernel(k, type_) : nullptr;
   const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;
   const auto ys = static_cast<size_t>(y_stride);
   int64_t r = r0;
@@ -159,7 +167,10 @@ void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int6
   const auto groups = [&](int64_t n, int64_t x_first, int64_t c_begin, int64_t c_end) {
     products_in_groups(n, c_begin, c_end, rows_per_call(k), kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
       const int64_t xi = x_first + x0;
-      rows(k, r0, r1, x_q8k_.data() + xi * nb, nx, y + xi * y_stride + (r0 - r_begin), y_stride);
+      // products_in_groups runs a chunk's tiles over each weight group in
+      // turn: every tile but a chunk's first finds the group in cache.
+      const bool cached = x0 % kXChunkRows != 0;
+      rows(k, r0, r1, x_q8k_.data() + xi * nb, nx, y + xi * y_stride + (r0 - r_begin), y_stride, cached);
     });
   };
   // Panels (AMX): 16 weight rows by every whole tile of 16 activation rows;

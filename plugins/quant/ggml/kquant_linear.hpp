@@ -56,8 +56,10 @@ class KQuantLinear final : public Linear {
   int64_t rows_per_call(const KernelTable& k) const;
   // Output rows [r0, r1) (r0 a multiple of 8) for nx <= kMaxRepackX activation
   // rows of xq; activation row i's output r goes to y[i * y_stride + r - r0].
+  // weights_cached: an earlier call of the same chunk read these weight rows
+  // (they are in cache, not streamed), which decides the kernel.
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8K* xq, int nx, float* y,
-            int64_t y_stride) const;
+            int64_t y_stride, bool weights_cached) const;
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
   void output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
   // Columns [r_begin, r_end) of the products of n quantized activation rows

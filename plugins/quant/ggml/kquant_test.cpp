@@ -491,7 +491,7 @@ TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
   for (DType type : kKQuants) {
     const auto w = make_kquant_rows(type, kOut, kIn, 31);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
-      for (int64_t n : {1, 16, 37, 70}) {
+      for (int64_t n : {1, 9, 11, 16, 37, 70}) {  // 9, 11 (q8): tiles of 1 and 3 rows against cached weights
         const auto x = random_floats(n * kIn, static_cast<uint32_t>(n + 33), 1.5f);
         std::vector<float> want(n * kOut);
         {
@@ -506,12 +506,22 @@ TEST(KQuantLinear, EveryLevelGivesTheScalarLevelsBits) {
               std::printf("[ info ] this CPU lacks %s: not compared\n", std::string(isa_level_name(level)).c_str());
             continue;
           }
-          KQuantLinear linear(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
-          std::vector<float> got(n * kOut, NAN);
-          ASSERT_TRUE(linear.forward(x.data(), got.data(), n).ok());
-          for (int64_t i = 0; i < n * kOut; ++i)
-            ASSERT_EQ(got[i], want[i]) << isa_level_name(level) << " " << dtype_name(type) << " terms "
-                                       << static_cast<int>(terms) << " n=" << n << " at " << i;
+          // One thread and two: with more threads than groups of columns a
+          // thread gets a single group, and the pairs and panels never run
+          // (5 threads would do that to these 40 columns).
+          for (const int threads : {1, 2}) {
+            const int saved = omp_get_max_threads();
+            omp_set_num_threads(threads);
+            KQuantLinear linear(w.data(), type, kOut, kIn, {}, true, nullptr, terms);
+            std::vector<float> got(n * kOut, NAN);
+            const auto s = linear.forward(x.data(), got.data(), n);
+            omp_set_num_threads(saved);
+            ASSERT_TRUE(s.ok());
+            for (int64_t i = 0; i < n * kOut; ++i)
+              ASSERT_EQ(got[i], want[i]) << isa_level_name(level) << " " << dtype_name(type) << " terms "
+                                         << static_cast<int>(terms) << " n=" << n << " threads " << threads
+                                         << " at " << i;
+          }
         }
       }
     }
