@@ -191,6 +191,18 @@ const toml::table* section_table(const toml::table& doc, std::string_view name, 
   return node->as_table();
 }
 
+// A --set override's plugin name: a TOML string literal (`"paged"`), as
+// every string key takes it, or plain text (`paged`); verbatim text as it is.
+std::string override_plugin_name(const PipelineOverride& o) {
+  if (o.verbatim) return o.value;
+  try {
+    const toml::table doc = toml::parse(fmt::format("v = {}", o.value));
+    if (const auto name = doc["v"].value_exact<std::string>()) return *name;
+  } catch (const toml::parse_error&) {
+  }
+  return o.value;
+}
+
 // The plugin a section names: the `plugin` key, a --set override, or the default.
 Result<const LoadedPlugin*> choose_plugin(const std::string& section, PluginFamily family, const char* fallback,
                                           const toml::table* table, const std::string& source,
@@ -211,7 +223,7 @@ Result<const LoadedPlugin*> choose_plugin(const std::string& section, PluginFami
   }
   for (const auto& o : overrides) {
     if (o.section == section && o.key == "plugin") {
-      name = o.value;
+      name = override_plugin_name(o);
       at = fmt::format("--set {}.plugin", section);
     }
   }

@@ -198,6 +198,12 @@ TEST_F(PipelineTest, QuantSectionNamesAPluginAndValidatesItsKeys) {
   ASSERT_TRUE(by_override.ok()) << message(by_override);
   ASSERT_TRUE(by_override->quant.has_value());
   EXPECT_EQ(by_override->quant->params.get_string("activations"), "f32");
+  // A plugin name in --set is a TOML string literal like any string key's
+  // value, or plain text.
+  auto quoted = parse(text(""), {{"quant", "plugin", "\"fixture_quant\""}});
+  ASSERT_TRUE(quoted.ok()) << message(quoted);
+  ASSERT_TRUE(quoted->quant.has_value());
+  EXPECT_EQ(quoted->quant->plugin->info->name, std::string("fixture_quant"));
 
   auto bad_choice = parse(text("[quant]\nplugin = \"fixture_quant\"\nactivations = \"int4\"\n"));
   ASSERT_FALSE(bad_choice.ok());
