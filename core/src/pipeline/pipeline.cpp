@@ -191,16 +191,13 @@ const toml::table* section_table(const toml::table& doc, std::string_view name, 
   return node->as_table();
 }
 
-// A --set override's plugin name: a TOML string literal (`"paged"`), as
-// every string key takes it, or plain text (`paged`); verbatim text as it is.
+// A --set override's plugin name, read as any string key's value is: a TOML
+// string literal (`"paged"`) or plain text (`paged`); verbatim text as it is.
 std::string override_plugin_name(const PipelineOverride& o) {
   if (o.verbatim) return o.value;
-  try {
-    const toml::table doc = toml::parse(fmt::format("v = {}", o.value));
-    if (const auto name = doc["v"].value_exact<std::string>()) return *name;
-  } catch (const toml::parse_error&) {
-  }
-  return o.value;
+  static constexpr ParamSpec kPluginName = param_string("plugin", nullptr, nullptr, "a plugin's name");
+  Result<ParamValue> name = parse_param_literal(kPluginName, o.value);
+  return name.ok() ? std::get<std::string>(*name) : o.value;
 }
 
 // The plugin a section names: the `plugin` key, a --set override, or the default.
