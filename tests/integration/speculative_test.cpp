@@ -3,21 +3,28 @@
 // target, prompt lookup, both), alone and batched on the paged cache; the
 // rows a verification step computes are the single steps' logits bit for
 // bit; sampling verification emits the target's distribution on the model's
-// own logits; a draft of another vocabulary is refused.
+// own logits; a draft of another vocabulary is refused; a draft whose head
+// keeps part of the vocabulary leaves the ids and computes the kept ids'
+// logits (to float rounding) and -infinity for the others.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "engine/decoding_context.hpp"
 #include "engine/draft_model.hpp"
+#include "engine/draft_vocabulary.hpp"
 #include "engine/draft_verification.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/vocabulary_subset_linear.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model_fixture.hpp"
@@ -474,6 +481,180 @@ TEST(Speculative, ADraftOfAnotherVocabularyIsRefusedSayingWhere) {
   ASSERT_FALSE(session.ok()) << "a draft of another vocabulary was accepted";
   EXPECT_EQ(session.status().code(), StatusCode::invalid_argument);
   EXPECT_NE(session.status().message().find("differ at id 1:"), std::string::npos) << session.status().message();
+}
+
+// A text for a draft's vocabulary ([speculative] draft_vocabulary): two of
+// the prompts and a sentence, so the kept ids are a few dozen of SmolLM2's
+// 49,152 and the answers hold many tokens outside them.
+const fs::path& draft_vocabulary_text() {
+  static const fs::path file = [] {
+    const fs::path f = scratch_dir("tessera_integration_test") / "draft-vocabulary.txt";
+    std::ofstream(f) << kSpeculativePrompts[0] << "\n" << kSpeculativePrompts[2]
+                     << "\nA string is a palindrome when it reads the same both ways: the function returns True.\n";
+    return f;
+  }();
+  return file;
+}
+
+Overrides keeping_vocabulary(int64_t size) {
+  return {{"speculative", "draft_vocabulary", draft_vocabulary_text().string(), true},
+          {"speculative", "draft_vocabulary_size", std::to_string(size)}};
+}
+
+TEST(Speculative, ADraftKeepingPartOfTheVocabularyLeavesTheTargetsGreedyIds) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
+  TESSERA_OPEN_OR_SKIP(speculative, with(draft_model(*target), keeping_vocabulary(40)));
+  const Generated plain = generate(*target, false);
+  const Generated drafted = generate(*speculative, false);
+  EXPECT_EQ(drafted.ids, plain.ids);
+  const SpeculationStats& s = drafted.stats.speculation;
+  EXPECT_GT(s.accepted_tokens, 0) << "the kept tokens are drafted and accepted";
+  EXPECT_LT(s.accepted_tokens, s.drafted_tokens);
+}
+
+TEST(Speculative, ADraftsHeadComputesTheMostUsedTokensLogitsAndNoOthers) {
+  if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
+  PluginRegistry& registry = test_registry();
+  const Overrides drafting = with({{"speculative", "method", "\"draft-model\""},
+                                   {"speculative", "draft_model", kModel.string(), true},
+                                   {"run", "threads", "2"}},
+                                  keeping_vocabulary(40));
+  auto pipeline = load_pipeline(kPipelines / "quickstart.toml", drafting, registry);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  ASSERT_NE(pipeline->draft, nullptr);
+  EXPECT_EQ(pipeline->draft->output_vocabulary_size, 40);
+  auto kept_head = Session::open(*pipeline->draft, registry);
+  ASSERT_TRUE(kept_head.ok()) << kept_head.status().message();
+  Pipeline whole_pipeline = *pipeline->draft;
+  whole_pipeline.output_vocabulary_text.clear();
+  auto whole_head = Session::open(whole_pipeline, registry);
+  ASSERT_TRUE(whole_head.ok()) << whole_head.status().message();
+
+  const tok::Tokenizer& tokenizer = (*kept_head)->tokenizer();
+  auto kept = most_used_tokens_in_file(tokenizer, draft_vocabulary_text(), 40);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  std::vector<bool> is_kept(static_cast<size_t>(tokenizer.vocab_size()), false);
+  for (int32_t id : *kept) is_kept[static_cast<size_t>(id)] = true;
+  EXPECT_TRUE(is_kept[static_cast<size_t>(tokenizer.eos_id())]) << "control tokens stay proposable";
+  EXPECT_LT(kept->size(), 100u);
+  EXPECT_LT((*kept_head)->model().weight_bytes(), (*whole_head)->model().weight_bytes());
+
+  const std::vector<int32_t> tokens = tokenizer.encode(kSpeculativePrompts[0]);
+  auto kept_logits = (*kept_head)->score(tokens);
+  auto whole_logits = (*whole_head)->score(tokens);
+  ASSERT_TRUE(kept_logits.ok() && whole_logits.ok());
+  ASSERT_EQ(kept_logits->size(), whole_logits->size());
+  const size_t vocab = static_cast<size_t>((*kept_head)->model().vocab_size());
+  // The kept rows are a matrix of another shape: the plugin may order a
+  // few of their sums otherwise (a 46-row head: 2 float ulps at most seen).
+  size_t differing = 0, finite_dropped = 0;
+  for (size_t i = 0; i < kept_logits->size(); ++i) {
+    const size_t id = i % vocab;
+    const float got = (*kept_logits)[i], whole = (*whole_logits)[i];
+    if (id < is_kept.size() && is_kept[id])
+      differing += !(std::abs(got - whole) <= 1e-5f * (1.0f + std::abs(whole)));
+    else
+      finite_dropped += got != -std::numeric_limits<float>::infinity();
+  }
+  EXPECT_EQ(differing, 0u) << "a kept id's logit differs from the whole head's beyond float rounding";
+  EXPECT_EQ(finite_dropped, 0u) << "an id outside the kept ones has a logit other than -infinity";
+
+  // The request's own ids beyond the kept ones (the fruit list is not in
+  // the head's text): logits from their rows in f32, the whole head's but
+  // for its activations' 8-bit terms.
+  RequestVocabulary* own = (*kept_head)->request_vocabulary();
+  ASSERT_NE(own, nullptr);
+  const std::vector<int32_t> request = tokenizer.encode(kSpeculativePrompts[1]);
+  ASSERT_TRUE(own->use(request).ok());
+  auto own_logits = (*kept_head)->score(request);
+  auto own_whole = (*whole_head)->score(request);
+  ASSERT_TRUE(own_logits.ok() && own_whole.ok());
+  size_t own_ids = 0, own_differing = 0;
+  for (size_t row = 0; row < request.size(); ++row)
+    for (int32_t id : request) {
+      if (is_kept[static_cast<size_t>(id)]) continue;
+      ++own_ids;
+      const float got = (*own_logits)[row * vocab + id], whole = (*own_whole)[row * vocab + id];
+      own_differing += !(std::abs(got - whole) <= 1e-3f * (1.0f + std::abs(whole)));
+    }
+  EXPECT_GT(own_ids, 0u) << "the prompt holds ids the head does not keep";
+  EXPECT_EQ(own_differing, 0u) << "a request id's logit is not the whole head's";
+}
+
+// The draft proposes a token of the request's own that its head does not
+// keep: the fruit list comes back, and its last fruit is nowhere in the text
+// the head's 40 ids come from.
+TEST(Speculative, ADraftProposesTheRequestsOwnTokensBeyondItsKeptHead) {
+  if (!fs::exists(kModel)) TESSERA_MODEL_ABSENT(kModel.string() + " is absent: run scripts/fetch-model.sh");
+  PluginRegistry& registry = test_registry();
+  auto pipeline = load_pipeline(kPipelines / "quickstart.toml",
+                                with({{"speculative", "method", "\"draft-model\""},
+                                      {"speculative", "draft_model", kModel.string(), true},
+                                      {"run", "threads", "2"}},
+                                     keeping_vocabulary(40)),
+                                registry);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  Pipeline whole_pipeline = *pipeline->draft;
+  whole_pipeline.output_vocabulary_text.clear();
+  auto whole_head = Session::open(whole_pipeline, registry);
+  auto kept_head = Session::open(*pipeline->draft, registry);
+  ASSERT_TRUE(whole_head.ok() && kept_head.ok());
+
+  const tok::Tokenizer& tokenizer = (*whole_head)->tokenizer();
+  const std::vector<int32_t> tokens =
+      tokenizer.encode("apples, pears, plums, cherries, figs, dates. apples, pears, plums, cherries, figs,");
+  auto whole_logits = (*whole_head)->score(tokens);
+  ASSERT_TRUE(whole_logits.ok());
+  const size_t vocab = static_cast<size_t>((*whole_head)->model().vocab_size());
+  const std::span<const float> last(whole_logits->data() + (tokens.size() - 1) * vocab, vocab);
+  const auto next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+  auto kept = most_used_tokens_in_file(tokenizer, draft_vocabulary_text(), 40);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_FALSE(std::binary_search(kept->begin(), kept->end(), next))
+      << "the case needs a next token outside the kept ids: " << tokenizer.token_to_piece(next);
+  ASSERT_NE(std::find(tokens.begin(), tokens.end(), next), tokens.end()) << "and inside the request";
+
+  DraftModel draft(std::move(kept_head).value(), 0.0);
+  std::vector<int32_t> out;
+  std::vector<double> forward_ms;
+  ASSERT_TRUE(draft.draft(0, tokens, 1, out, forward_ms).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], next) << "drafted '" << tokenizer.token_to_piece(out[0]) << "', the whole head's choice is '"
+                          << tokenizer.token_to_piece(next) << "'";
+}
+
+TEST(Speculative, TheDraftVocabularyKeepsTheTextsTokensAndTheMostUsedFirst) {
+  TESSERA_OPEN_OR_SKIP(target, (Overrides{}));
+  const tok::Tokenizer& tokenizer = target->tokenizer();
+  const std::string text = "cat cat cat cat dog bird";  // " cat" three times, each other token once
+  const std::vector<int32_t> ids = tokenizer.encode(text, false, false);
+  const auto all = most_used_tokens(tokenizer, text, 1000);
+  for (int32_t id : ids) EXPECT_TRUE(std::binary_search(all.begin(), all.end(), id)) << id;
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  const auto one = most_used_tokens(tokenizer, text, 1);
+  const int32_t cat = tokenizer.encode(" cat", false, false).at(0);
+  const int32_t bird = tokenizer.encode(" bird", false, false).at(0);
+  EXPECT_TRUE(std::binary_search(one.begin(), one.end(), cat)) << "' cat' is the most used";
+  EXPECT_FALSE(std::binary_search(one.begin(), one.end(), bird));
+  EXPECT_EQ(most_used_tokens(tokenizer, text, tokenizer.vocab_size()).size(),
+            static_cast<size_t>(tokenizer.vocab_size()));
+  // Past the text's own tokens, the vocabulary's first ids fill the head.
+  std::vector<int32_t> distinct = ids;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const auto filled = most_used_tokens(tokenizer, text, static_cast<int64_t>(distinct.size()) + 5);
+  std::vector<int32_t> first_others;
+  for (int32_t id = 0; first_others.size() < 5; ++id)
+    if (!std::binary_search(distinct.begin(), distinct.end(), id)) first_others.push_back(id);
+  for (int32_t id : first_others) EXPECT_TRUE(std::binary_search(filled.begin(), filled.end(), id)) << id;
+  const int32_t sixth = [&] {
+    for (int32_t id = first_others.back() + 1;; ++id)
+      if (!std::binary_search(distinct.begin(), distinct.end(), id)) return id;
+  }();
+  const tok::TokenType sixth_type = tokenizer.token_type(sixth);
+  if (sixth_type != tok::TokenType::control && sixth_type != tok::TokenType::user_defined) {
+    EXPECT_FALSE(std::binary_search(filled.begin(), filled.end(), sixth)) << sixth;
+  }
 }
 
 }  // namespace

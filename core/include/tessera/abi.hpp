@@ -21,7 +21,7 @@
 
 // The interfaces this SDK describes.
 #define TESSERA_ABI_MAJOR 3
-#define TESSERA_SDK_ABI_MINOR 8
+#define TESSERA_SDK_ABI_MINOR 9
 
 #ifndef TESSERA_ABI_MINOR
 #define TESSERA_ABI_MINOR TESSERA_SDK_ABI_MINOR

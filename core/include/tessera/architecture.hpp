@@ -98,6 +98,19 @@ class ModelBuilder : public AbiObject {
   // Tells the user something they should know about the model (the engine
   // logs it as a warning): a context capped, a setting ignored.
   virtual void warn(std::string_view message) noexcept = 0;
+#if TESSERA_ABI_MINOR >= 9
+  // ABI 3.9: the Linear that turns the last hidden state into logits over the
+  // vocabulary ([n, vocab] from weight `name`, made as linear() makes it).
+  // The core may compute only some of the vocabulary's rows there, writing
+  // -infinity for the others: a speculative draft limited to the tokens a
+  // text uses most ([speculative] draft_vocabulary) reads a fraction of its
+  // output head. Call it only where provides(builder, 9), and only for that
+  // head: any other Linear keeps every row.
+  virtual Result<std::unique_ptr<Linear>> output_linear(std::string_view name,
+                                                        std::string_view bias_name = {}) noexcept {
+    return linear(name, bias_name);
+  }
+#endif
 };
 
 class Model : public AbiObject {

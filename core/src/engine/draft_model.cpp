@@ -8,6 +8,7 @@
 
 #include "engine/decoding_context.hpp"
 #include "engine/draft_verification.hpp"
+#include "engine/vocabulary_subset_linear.hpp"
 #include "tessera/argmax.hpp"
 #include "tessera/fast_exp.hpp"
 
@@ -108,6 +109,8 @@ Status DraftModel::draft(size_t request, std::span<const int32_t> tokens, int32_
     found = sequences_.emplace(request, DraftSequence{*seq, {}}).first;
   }
   DraftSequence& d = found->second;
+  // A head of part of the vocabulary computes this request's own ids too.
+  if (RequestVocabulary* own = session_->request_vocabulary()) TESSERA_RETURN_IF_ERROR(own->use(tokens));
   // Keep what the draft computed that still holds; at least one token is fed
   // again so that there are logits to draft from.
   const auto shared = static_cast<size_t>(

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/permuted_input_linear.hpp"
+#include "engine/vocabulary_subset_linear.hpp"
 
 namespace tessera {
 
@@ -182,6 +183,50 @@ Result<std::unique_ptr<Linear>> CoreModelBuilder::linear(std::string_view name, 
     }
     if (!wrap_linear_) return made;
     return wrap_linear_(*weight, bias, std::move(made).value());
+  });
+}
+
+Result<std::unique_ptr<Linear>> CoreModelBuilder::output_linear(std::string_view name,
+                                                                std::string_view bias_name) noexcept {
+  return guard([&]() -> Result<std::unique_ptr<Linear>> {
+    if (output_ids_.empty()) return linear(name, bias_name);
+    const TensorRef* weight = weights_.find(name);
+    if (weight == nullptr) return NotFound(fmt::format("{}: the model has no tensor '{}'", weights_.source(), name));
+    if (weight->ndim != 2)
+      return CorruptData(fmt::format("{}: tensor '{}' must be 2-D for an output head, it has {} dimensions",
+                                     weights_.source(), name, weight->ndim));
+    // A head stored in parts, with its input columns reordered or with a
+    // bias keeps every row: gathering those is not worth their rarity. So
+    // does one `tessera quantize` observes (a draft is never calibrated).
+    auto q = quantizer_for(*weight);
+    if (!q.ok()) return q.status();
+    auto parts = parts_of(**q, *weight);
+    if (!parts.ok()) return parts.status();
+    const bool has_bias = !bias_name.empty() && weights_.find(bias_name) != nullptr;
+    if (!parts->empty() || weights_.input_order(name) != nullptr || has_bias || wrap_linear_) {
+      warn(
+          fmt::format("{}: the output head '{}' keeps its whole vocabulary (it is stored in parts, reordered, "
+                      "with a bias or observed for calibration)",
+                      weights_.source(), name));
+      return linear(name, bias_name);
+    }
+    if (output_ids_.back() >= weight->rows())
+      return InvalidArgument(fmt::format("{}: output id {} is past the {} rows of '{}'", weights_.source(),
+                                         output_ids_.back(), weight->rows(), name));
+    AlignedBytes storage;
+    auto kept = gather_rows(*weight, output_ids_, storage);
+    if (!kept.ok()) return kept.status();
+    auto made = (*q)->make_linear(*kept, nullptr);
+    if (!made.ok()) return made.status();
+    weights_.release_resident(*weight);  // gathered: the decoder below faults back the rows it reads
+    auto decoder = row_decoder(*weight);
+    if (!decoder.ok()) return decoder.status();
+    std::vector<bool> is_kept(static_cast<size_t>(weight->rows()), false);
+    for (int32_t id : output_ids_) is_kept[static_cast<size_t>(id)] = true;
+    request_vocabulary_ =
+        std::make_shared<RequestVocabulary>(std::move(decoder).value(), weight->cols(), std::move(is_kept));
+    return std::unique_ptr<Linear>(std::make_unique<VocabularySubsetLinear>(
+        std::move(made).value(), output_ids_, weight->rows(), std::move(storage), request_vocabulary_));
   });
 }
 

@@ -13,6 +13,8 @@
 
 namespace tessera {
 
+class RequestVocabulary;  // engine/vocabulary_subset_linear.hpp
+
 class CoreModelBuilder final : public ModelBuilder {
  public:
   using AttentionFactory = std::function<Result<std::shared_ptr<AttentionKernel>>()>;
@@ -36,6 +38,16 @@ class CoreModelBuilder final : public ModelBuilder {
   Status dequantize_rows(const TensorRef& tensor, int64_t first_row, int64_t n_rows, float* out) noexcept override;
   Result<std::unique_ptr<RowDecoder>> row_decoder(const TensorRef& tensor) noexcept override;
   Result<AttentionKernel*> attention() noexcept override;
+  // With output ids set (set_output_ids), a head over those rows only
+  // (VocabularySubsetLinear); else linear(name, bias_name).
+  Result<std::unique_ptr<Linear>> output_linear(std::string_view name,
+                                                std::string_view bias_name = {}) noexcept override;
+  // The vocabulary ids whose logits output_linear()'s head computes
+  // (ascending, unique); empty: all of them.
+  void set_output_ids(std::vector<int32_t> ids) { output_ids_ = std::move(ids); }
+  // The request's own ids that such a head computes too (nullptr: no head
+  // made with output ids).
+  const std::shared_ptr<RequestVocabulary>& request_vocabulary() const { return request_vocabulary_; }
   // A Linear for `weight` (which need not be one of the file's tensors: a
   // quantized copy, say) from the quant plugin that executes its format; not wrapped.
   // A format stored as several tensors (Quantizer::part_suffixes) finds its
@@ -67,6 +79,8 @@ class CoreModelBuilder final : public ModelBuilder {
   AttentionFactory make_attention_;
   LinearWrapper wrap_linear_;
   std::shared_ptr<AttentionKernel> attention_;
+  std::vector<int32_t> output_ids_;
+  std::shared_ptr<RequestVocabulary> request_vocabulary_;
 };
 
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/architecture_choice.hpp"
+#include "engine/draft_vocabulary.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/prompt.hpp"
@@ -90,10 +91,25 @@ Result<std::unique_ptr<Session>> Session::open(const Pipeline& pipeline, const P
       *s->file_, s->quantizers_,
       [&]() { return registry.create<AttentionKernel>(*pipeline.attention.plugin, pipeline.attention.params); },
       wrap_linear);
+  size_t kept_ids = 0;
+  if (!pipeline.output_vocabulary_text.empty()) {
+    auto ids =
+        most_used_tokens_in_file(*s->tokenizer_, pipeline.output_vocabulary_text, pipeline.output_vocabulary_size);
+    if (!ids.ok())
+      return Status(ids.status().code(), ids.status().message() +
+                                             " ([speculative] draft_vocabulary = \"\" keeps the draft's whole head)");
+    kept_ids = ids->size();
+    if (static_cast<int64_t>(kept_ids) < s->tokenizer_->vocab_size()) builder.set_output_ids(std::move(ids).value());
+  }
   auto model = s->arch_->build(builder);
   if (!model.ok()) return model.status();
   s->model_ = std::move(model).value();
   s->attention_ = builder.made_attention();
+  s->request_vocabulary_ = builder.request_vocabulary();
+  if (s->request_vocabulary_)
+    spdlog::info("{}: the output head computes {} of {} tokens (the most used in {}) and each request's own",
+                 s->file_->source(), kept_ids, s->tokenizer_->vocab_size(),
+                 pipeline.output_vocabulary_text.string());
 
   const int64_t vocab = s->model_->vocab_size();
   if (vocab <= 0)

@@ -89,6 +89,9 @@ class Session {
   // What drafts tokens for the scheduler to verify ([speculative]); null when off.
   DraftProposer* draft_proposer();
   Model& model() { return *model_; }
+  // Where the model's head keeps part of the vocabulary (a draft's, [speculative]
+  // draft_vocabulary): the request ids it computes besides; else nullptr.
+  RequestVocabulary* request_vocabulary() { return request_vocabulary_.get(); }
   DecodingStrategy& strategy() { return *strategy_; }
   // The scheduler reports the memory's figures at their peak for plugin_stats().
   void note_memory_stats(const MemoryStats& stats) { last_memory_stats_ = stats; }
@@ -130,6 +133,7 @@ class Session {
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::vector<std::shared_ptr<Quantizer>> quantizers_;  // in search order
   std::shared_ptr<AttentionKernel> attention_;          // when the model asked for one
+  std::shared_ptr<RequestVocabulary> request_vocabulary_;  // when the head keeps part of the vocabulary
   std::shared_ptr<Architecture> arch_;
   std::unique_ptr<Model> model_;
   std::shared_ptr<SequenceMemory> memory_;

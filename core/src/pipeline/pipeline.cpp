@@ -52,6 +52,11 @@ constexpr ParamSpec kSpeculativeParams[] = {
                "the draft's model file, run with this pipeline's plugins and settings; relative to this file"),
     param_path("draft_pipeline", "\"\"",
                "a pipeline file for the draft (its own model, quant, kvcache and attention); instead of draft_model"),
+    param_path("draft_vocabulary", "\"\"",
+               "a text file: the draft model's output head computes only the draft_vocabulary_size tokens it uses "
+               "most, the control tokens and the request's own tokens, so a drafted token reads less; the output "
+               "stays the target's; relative to this file (empty: the whole vocabulary)"),
+    param_int("draft_vocabulary_size", "32768", 1, 1e9, "how many tokens the draft's head keeps (draft_vocabulary)"),
     param_int("max_draft_tokens", "8", 1, 16, "most tokens drafted for a request in one step"),
     param_bool("adaptive", "true",
                "choose each request's draft length from measured acceptance and costs, and stop drafting when it "
@@ -246,6 +251,13 @@ thread_local int draft_nesting = 0;
 
 }  // namespace
 
+// Whether `path` exists and is not a plain file: a device or a pipe
+// (/dev/zero, /dev/stdin) would be read without end.
+static bool is_device_or_folder(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec) && !fs::is_regular_file(path, ec);
+}
+
 // Sets p.draft from [speculative]: the draft pipeline file, read and checked
 // now so that its mistakes are reported with its own file:line:column, or
 // this pipeline with the draft's model file.
@@ -266,20 +278,28 @@ static Status wire_draft(Pipeline& p, const toml::table& doc, const std::string&
         "{}: [speculative] method \"{}\" needs the draft: set draft_model (a model file) or draft_pipeline (a "
         "pipeline file), one of them",
         at, p.speculative.get_string("method")));
+  const std::string vocabulary = p.speculative.get_string("draft_vocabulary");
+  // A missing text is reported where the draft opens, as a missing model is.
+  if (!vocabulary.empty() && is_device_or_folder(vocabulary))
+    return InvalidArgument(fmt::format("{}: [speculative] draft_vocabulary {} is not a regular file", at, vocabulary));
+  // The draft's head keeps the text's most used tokens (Session::open).
+  const auto restrict_head = [&](Pipeline& draft) {
+    draft.output_vocabulary_text = vocabulary;
+    draft.output_vocabulary_size = p.speculative.get_int("draft_vocabulary_size");
+  };
   if (!draft_model.empty()) {
     auto draft = std::make_shared<Pipeline>(p);
     draft->model.set("path", draft_model);
     draft->speculative.set("method", std::string("off"));
     draft->speculative.set("draft_model", std::string());
+    draft->speculative.set("draft_vocabulary", std::string());
+    restrict_head(*draft);
     p.draft = std::move(draft);
     return Status::Ok();
   }
   if (draft_nesting > 0)
     return InvalidArgument(fmt::format("{}: [speculative] a draft pipeline cannot itself draft with a model", at));
-  // Only a plain file: a device or a pipe (/dev/zero, /dev/stdin) would be
-  // read without end.
-  std::error_code ec;
-  if (fs::exists(draft_pipeline, ec) && !fs::is_regular_file(draft_pipeline, ec))
+  if (is_device_or_folder(draft_pipeline))
     return InvalidArgument(
         fmt::format("{}: [speculative] draft_pipeline {} is not a regular file", at, draft_pipeline));
   ++draft_nesting;
@@ -292,6 +312,7 @@ static Status wire_draft(Pipeline& p, const toml::table& doc, const std::string&
     return InvalidArgument(fmt::format("{}: [speculative] the draft pipeline {} has speculative decoding on; a draft "
                                        "runs alone (set its method to \"off\")",
                                        at, draft_pipeline));
+  restrict_head(*draft);
   p.draft = std::make_shared<Pipeline>(std::move(draft).value());
   return Status::Ok();
 }

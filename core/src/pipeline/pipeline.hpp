@@ -55,6 +55,11 @@ struct Pipeline {
   // file draft_pipeline names, or this pipeline with [model] path replaced
   // by draft_model. Its own [speculative] is off.
   std::shared_ptr<const Pipeline> draft;
+  // Set on a draft's pipeline from the target's [speculative]
+  // draft_vocabulary: the text whose output_vocabulary_size most used tokens
+  // are the only ones the model's head computes (empty: all of them).
+  std::filesystem::path output_vocabulary_text;
+  int64_t output_vocabulary_size = 0;
 };
 
 // Whether [speculative] drafts with a model, with prompt lookup.

@@ -266,6 +266,25 @@ TEST_F(PipelineTest, ADraftModelIsThisPipelineWithTheDraftsFile) {
   EXPECT_EQ(r->speculative.get_int("max_draft_tokens"), 5);
 }
 
+TEST_F(PipelineTest, ADraftVocabularyGoesToTheDraftOnlyAndAPipeIsRefused) {
+  auto r =
+      parse(text("[speculative]\nmethod = \"draft-model\"\ndraft_model = \"small.gguf\"\n"
+                 "draft_vocabulary = \"code.txt\"\ndraft_vocabulary_size = 1000\n"));
+  ASSERT_TRUE(r.ok()) << message(r);
+  ASSERT_NE(r->draft, nullptr);
+  EXPECT_EQ(r->draft->output_vocabulary_text, "/base/dir/code.txt") << "relative to the pipeline file";
+  EXPECT_EQ(r->draft->output_vocabulary_size, 1000);
+  EXPECT_TRUE(r->output_vocabulary_text.empty()) << "the target keeps its whole vocabulary";
+  auto whole = parse(text("[speculative]\nmethod = \"draft-model\"\ndraft_model = \"small.gguf\"\n"));
+  ASSERT_TRUE(whole.ok()) << message(whole);
+  EXPECT_TRUE(whole->draft->output_vocabulary_text.empty());
+  auto pipe =
+      parse(text("[speculative]\nmethod = \"draft-model\"\ndraft_model = \"small.gguf\"\n"
+                 "draft_vocabulary = \"/dev/zero\"\n"));
+  EXPECT_NE(message(pipe).find("draft_vocabulary /dev/zero is not a regular file"), std::string::npos) << message(pipe);
+  EXPECT_FALSE(parse(text("[speculative]\ndraft_vocabulary_size = 0\n")).ok());
+}
+
 TEST_F(PipelineTest, SpeculativeMistakesNameTheFileAndWhatToSet) {
   auto none = parse(text("[speculative]\nmethod = \"draft-model\"\n"));
   EXPECT_NE(message(none).find("test.toml:"), std::string::npos) << message(none);
@@ -304,6 +323,9 @@ TEST(PipelineFile, ADraftPipelineIsReadWithItsOwnErrorsAndMayNotDraftItself) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_NE(p->draft, nullptr);
   EXPECT_EQ(p->draft->model.get_string("path"), (dir / "small.gguf").string());
+  auto kept = load_pipeline(dir / "target.toml", {{"speculative", "draft_vocabulary", "\"code.txt\""}}, registry);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_EQ(kept->draft->output_vocabulary_text, dir / "code.txt") << "a draft pipeline's head keeps part too";
 
   auto bad = load_pipeline(dir / "target.toml", {{"speculative", "draft_pipeline", (dir / "bad.toml").string(), true}},
                            registry);

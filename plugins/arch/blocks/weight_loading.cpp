@@ -2,9 +2,10 @@
 
 namespace tessera::blocks {
 
-Status make_linear(ModelBuilder& b, const std::string& weight, const std::string& bias, int64_t out_features,
-                   int64_t in_features, std::unique_ptr<Linear>& out, uint64_t& weight_bytes) {
-  auto made = b.linear(weight, bias);
+namespace {
+
+Status check_and_keep(ModelBuilder& b, Result<std::unique_ptr<Linear>> made, const std::string& weight,
+                      int64_t out_features, int64_t in_features, std::unique_ptr<Linear>& out, uint64_t& weight_bytes) {
   if (!made.ok()) return made.status();
   if (made.value() == nullptr) return Internal("the model builder returned no Linear for " + weight);
   std::unique_ptr<Linear> lin = std::move(made).value();
@@ -15,6 +16,19 @@ Status make_linear(ModelBuilder& b, const std::string& weight, const std::string
   weight_bytes += lin->weight_bytes();
   out = std::move(lin);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status make_linear(ModelBuilder& b, const std::string& weight, const std::string& bias, int64_t out_features,
+                   int64_t in_features, std::unique_ptr<Linear>& out, uint64_t& weight_bytes) {
+  return check_and_keep(b, b.linear(weight, bias), weight, out_features, in_features, out, weight_bytes);
+}
+
+Status make_output_linear(ModelBuilder& b, const std::string& weight, int64_t vocab, int64_t in_features,
+                          std::unique_ptr<Linear>& out, uint64_t& weight_bytes) {
+  auto made = provides(b, 9) ? b.output_linear(weight) : b.linear(weight);
+  return check_and_keep(b, std::move(made), weight, vocab, in_features, out, weight_bytes);
 }
 
 Status load_vector(ModelBuilder& b, const std::string& name, int64_t n, std::vector<float>& out) {

@@ -162,7 +162,7 @@ Result<MambaWeights> load_mamba_weights(ModelBuilder& builder, const MambaConfig
   }
   TESSERA_RETURN_IF_ERROR(load_vector(builder, names.output_norm(), d, mw.output_norm));
   const std::string output_name = w.find(names.output()) != nullptr ? names.output() : names.embedding();
-  TESSERA_RETURN_IF_ERROR(make_linear(builder, output_name, {}, c.vocab, d, mw.output, bytes));
+  TESSERA_RETURN_IF_ERROR(blocks::make_output_linear(builder, output_name, c.vocab, d, mw.output, bytes));
   return mw;
 }
 

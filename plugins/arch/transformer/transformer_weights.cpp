@@ -67,7 +67,7 @@ Result<TransformerWeights> load_weights(ModelBuilder& builder, const ModelConfig
   TESSERA_RETURN_IF_ERROR(load_vector(builder, c.names.global("output_norm.weight"), d, tw.output_norm));
   tw.tied_output = w.find(c.names.global("output.weight")) == nullptr;
   const std::string output_name = c.names.global(tw.tied_output ? "token_embd.weight" : "output.weight");
-  TESSERA_RETURN_IF_ERROR(make_linear(builder, output_name, {}, c.vocab, d, tw.output, bytes));
+  TESSERA_RETURN_IF_ERROR(blocks::make_output_linear(builder, output_name, c.vocab, d, tw.output, bytes));
   return tw;
 }
 

@@ -21,6 +21,13 @@ namespace tessera::blocks {
 Status make_linear(ModelBuilder& builder, const std::string& weight, const std::string& bias, int64_t out_features,
                    int64_t in_features, std::unique_ptr<Linear>& out, uint64_t& weight_bytes);
 
+// The same for the output head (logits over the vocabulary), made through
+// ModelBuilder::output_linear where the core offers it (ABI 3.9): the core may
+// keep only some of the vocabulary's rows there (a speculative draft's),
+// out_features still the whole vocabulary.
+Status make_output_linear(ModelBuilder& builder, const std::string& weight, int64_t vocab, int64_t in_features,
+                          std::unique_ptr<Linear>& out, uint64_t& weight_bytes);
+
 // out[n] = tensor `name` as f32, in whatever format it is stored. The tensor
 // must exist with n elements.
 Status load_vector(ModelBuilder& builder, const std::string& name, int64_t n, std::vector<float>& out);
