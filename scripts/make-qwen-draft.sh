@@ -3,6 +3,8 @@
 #
 #   models/qwen2.5-coder-0.5b-instruct-q4_0.gguf   (~345 MiB)
 #
+# and, first, the text of its head's vocabulary (scripts/make-draft-vocabulary.sh).
+#
 # from the Qwen2.5-Coder-0.5B file of scripts/fetch-qwen-pair.sh (mostly
 # Q5_0 with some Q4_K/Q6_K, its output head Q8_0: 469 MiB) with Tessera's own quantizer: every
 # Linear and both the token embedding and the output head rounded to nearest
@@ -30,6 +32,7 @@ tessera=${TESSERA:+$(realpath -m "$TESSERA")}  # relative to the caller's folder
 cd "$(dirname "$0")/.."
 tessera=${tessera:-${TESSERA_BUILD_DIR:-build}/bin/tessera}  # relative to the repository, as in build.sh
 
+scripts/make-draft-vocabulary.sh
 source_model=models/qwen2.5-coder-0.5b-instruct-q5_0.gguf
 out=models/qwen2.5-coder-0.5b-instruct-q4_0.gguf
 
