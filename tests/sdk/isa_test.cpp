@@ -17,8 +17,11 @@ TEST(Isa, NamesRoundTrip) {
 
 TEST(Isa, LevelsNestAndTheBestIsSupported) {
   EXPECT_TRUE(cpu_supports(IsaLevel::scalar));
-  for (int l = 1; l < kIsaLevelCount; ++l)
-    if (cpu_supports(static_cast<IsaLevel>(l))) EXPECT_TRUE(cpu_supports(static_cast<IsaLevel>(l - 1))) << l;
+  for (int l = 1; l < kIsaLevelCount; ++l) {
+    if (cpu_supports(static_cast<IsaLevel>(l))) {
+      EXPECT_TRUE(cpu_supports(static_cast<IsaLevel>(l - 1))) << l;
+    }
+  }
   EXPECT_TRUE(cpu_supports(best_isa_level()));
 }
 

@@ -30,6 +30,7 @@
 
 #include "block_grid.hpp"
 #include "group_grid.hpp"
+#include "tessera/quantizer.hpp"
 #include "tessera/status.hpp"
 
 namespace tessera::ggml {
@@ -79,7 +80,7 @@ GridWeights round_to_nearest(const GridLayout& layout, const float* w, int64_t r
 
 struct GptqSettings {
   bool act_order = false;
-  double damp = 0.1;              // of the mean diagonal of H
+  double damp = QuantizeSpec{}.damp;  // of the mean diagonal of H; the SDK's default, one literal
   int64_t block_columns = 128;    // columns whose updates are applied within the block; a multiple of 32
 };
 

@@ -12,14 +12,16 @@
 
 namespace tessera::transformer::cuda {
 
-namespace {
-
+// Outside the anonymous namespace: CudaTransformer::State, which has
+// external linkage, holds a vector of them.
 struct LayerOnDevice {
   DeviceBuffer attn_norm, ffn_norm;           // [n_embd] each
   DeviceBuffer bias_q, bias_k, bias_v, bias_o;  // [q_dim], [kv_dim], [kv_dim], [n_embd]; empty when absent
   DeviceMatrix q, k, v, o, gate, up, down;    // views of `storage`
   DeviceBuffer k_cache, v_cache;              // [max_context, kv_dim] each
 };
+
+namespace {
 
 // WeightFormat takes DType's values, so that a stored tensor's dtype names its kernel.
 static_assert(static_cast<uint32_t>(WeightFormat::f32) == static_cast<uint32_t>(DType::f32));
