@@ -165,13 +165,12 @@ void KQuantLinear::products(const KernelTable& k, int64_t n_rows, float* y, int6
                             int64_t r_end) const {
   const int64_t nb = in_ / kSuperBlock;
   const auto groups = [&](int64_t n, int64_t x_first, int64_t c_begin, int64_t c_end) {
-    products_in_groups(n, c_begin, c_end, rows_per_call(k), kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
-      const int64_t xi = x_first + x0;
-      // products_in_groups runs a chunk's tiles over each weight group in
-      // turn: every tile but a chunk's first finds the group in cache.
-      const bool cached = x0 % kXChunkRows != 0;
-      rows(k, r0, r1, x_q8k_.data() + xi * nb, nx, y + xi * y_stride + (r0 - r_begin), y_stride, cached);
-    });
+    products_in_groups(n, c_begin, c_end, rows_per_call(k), kMaxRepackX,
+                       [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool weights_cached) {
+                         const int64_t xi = x_first + x0;
+                         rows(k, r0, r1, x_q8k_.data() + xi * nb, nx, y + xi * y_stride + (r0 - r_begin), y_stride,
+                              weights_cached);
+                       });
   };
   // Panels (AMX): 16 weight rows by every whole tile of 16 activation rows;
   // the activation rows past the last tile and the weight rows past the last

@@ -109,10 +109,11 @@ void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_
   const int64_t nb = in_ / kBlock;
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX, [&](int64_t r0, int64_t r1, int64_t x0, int nx) {
-    rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx, y + x0 * y_stride + (r0 - r_begin),
-         y_stride);
-  });
+  products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX,
+                     [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool /*weights_cached*/) {
+                       rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx,
+                            y + x0 * y_stride + (r0 - r_begin), y_stride);
+                     });
 }
 
 void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {

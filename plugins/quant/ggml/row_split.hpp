@@ -40,24 +40,27 @@ inline RowRange split_rows(int64_t total, int64_t align, int t, int n) {
 
 // The products of the repacked drivers (QuantLinear, KQuantLinear) for output
 // columns [r_begin, r_end) of n activation rows, as calls
-// rows(r0, r1, x_first, nx) of at most kMaxRepackX activation rows on column
-// ranges within one weight group of `group_rows`. Up to kMaxRepackX rows
-// (decode), one call takes them all, so each group is read once for every
-// row; beyond (prefill), each group is read once per chunk of kXChunkRows
-// activation rows (~110 KiB of Q8_1/Q8_K rows, kept in L2) and used for all
-// of them while it sits in L1.
+// rows(r0, r1, x_first, nx, weights_cached) of at most kMaxRepackX activation
+// rows on column ranges within one weight group of `group_rows`. Up to
+// kMaxRepackX rows (decode), one call takes them all, so each group is read
+// once for every row; beyond (prefill), each group is read once per chunk of
+// kXChunkRows activation rows (~110 KiB of Q8_1/Q8_K rows, kept in L2) and
+// used for all of them while it sits in L1: `weights_cached` says so, true
+// for every call on a group but a chunk's first (a kernel may then take the
+// pair kernels even for a row or two).
 inline constexpr int64_t kXChunkRows = 64;
 template <class Rows>
 void products_in_groups(int64_t n, int64_t r_begin, int64_t r_end, int64_t group_rows, int max_x, Rows&& rows) {
   if (n <= max_x) {
-    rows(r_begin, r_end, int64_t{0}, static_cast<int>(n));
+    rows(r_begin, r_end, int64_t{0}, static_cast<int>(n), false);
     return;
   }
   for (int64_t x0 = 0; x0 < n; x0 += kXChunkRows) {
     const int64_t x1 = std::min(n, x0 + kXChunkRows);
     for (int64_t r = r_begin; r < r_end; r += group_rows) {
       const int64_t r1 = std::min(r_end, r + group_rows);
-      for (int64_t xi = x0; xi < x1; xi += max_x) rows(r, r1, xi, static_cast<int>(std::min<int64_t>(max_x, x1 - xi)));
+      for (int64_t xi = x0; xi < x1; xi += max_x)
+        rows(r, r1, xi, static_cast<int>(std::min<int64_t>(max_x, x1 - xi)), /*weights_cached=*/xi != x0);
     }
   }
 }
