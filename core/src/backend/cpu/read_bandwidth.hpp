@@ -20,7 +20,8 @@ struct ReadBandwidth {
 // Sums a buffer of `buffer_bytes` (rounded down to whole 64-bit words; it
 // should dwarf the last-level cache) on `threads` OpenMP threads, each a
 // contiguous share, `passes` times after one pass that faults the pages in,
-// and keeps the fastest pass: interference only ever slows a pass down. The
+// each time both plainly and prefetching ahead of the stream, and keeps the
+// fastest pass: interference only ever slows a pass down. The
 // buffer is 2 MiB-aligned and advised MADV_HUGEPAGE, like the quant plugin's
 // repacked weights (plugins/quant/ggml/weight_arena.hpp): on 4 KiB pages the
 // same loop reads 15-25% slower, which would flatter decode's share.
