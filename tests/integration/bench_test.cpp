@@ -34,6 +34,8 @@ TEST(Bench, ReportsEveryFigureAndTheRoofline) {
   // 16 + 4.5 positions on average over 8 decode steps (positions 17 ... 24).
   EXPECT_EQ(r->kv_read_bytes, 46080u * 41 / 2);
   EXPECT_GT(r->read_bytes_per_s, 1e8);
+  EXPECT_GT(r->plain_read_bytes_per_s, 1e8);
+  EXPECT_LE(r->plain_read_bytes_per_s, r->read_bytes_per_s);
   EXPECT_GT(r->peak_rss_bytes, r->weight_bytes);  // the repacked weights are resident
   EXPECT_TRUE(r->thp_mode.empty() || r->thp_mode == "always" || r->thp_mode == "madvise" || r->thp_mode == "never")
       << r->thp_mode;
@@ -49,6 +51,7 @@ TEST(Bench, ReportsEveryFigureAndTheRoofline) {
   EXPECT_EQ(j.at("weight_bytes").get<uint64_t>(), r->weight_bytes);
   EXPECT_EQ(j.at("kv_read_bytes").get<uint64_t>(), r->kv_read_bytes);
   EXPECT_EQ(j.at("read_bytes_per_s").get<double>(), r->read_bytes_per_s);
+  EXPECT_EQ(j.at("plain_read_bytes_per_s").get<double>(), r->plain_read_bytes_per_s);
   EXPECT_EQ(j.at("huge_page_bytes").get<uint64_t>(), r->huge_page_bytes);
   EXPECT_EQ(j.at("thp_mode").get<std::string>(), r->thp_mode);
 }
@@ -60,6 +63,7 @@ TEST(Bench, PrefillOnlyMeasuresNoDecodeAndNoBandwidth) {
   expect_ordered(r->prefill_tokens_per_s, "prefill");
   EXPECT_EQ(r->decode_tokens_per_s.median, 0.0);
   EXPECT_EQ(r->read_bytes_per_s, 0.0);
+  EXPECT_EQ(r->plain_read_bytes_per_s, 0.0);
   EXPECT_EQ(r->kv_read_bytes, 0u);
 }
 

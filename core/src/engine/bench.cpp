@@ -46,6 +46,7 @@ nlohmann::json BenchReport::to_json() const {
           {"weight_bytes", weight_bytes},
           {"kv_read_bytes", kv_read_bytes},
           {"read_bytes_per_s", read_bytes_per_s},
+          {"plain_read_bytes_per_s", plain_read_bytes_per_s},
           {"huge_page_bytes", huge_page_bytes},
           {"thp_mode", thp_mode},
           {"omp_wait", omp_wait},
@@ -192,7 +193,9 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
   const ThreadGovernor* governor = session.thread_governor();
   report.mean_step_threads = governor != nullptr ? governor->mean_threads() : report.threads;
   if (config.gen_tokens > 0 && config.measure_bandwidth) {
-    report.read_bytes_per_s = measure_read_bandwidth(report.threads).bytes_per_s;
+    const ReadBandwidth bandwidth = measure_read_bandwidth(report.threads);
+    report.read_bytes_per_s = bandwidth.bytes_per_s;
+    report.plain_read_bytes_per_s = bandwidth.plain_bytes_per_s;
   }
   return report;
 }

@@ -52,6 +52,9 @@ struct BenchReport {
   // The machine's read bandwidth measured right after the runs (gen_tokens > 0
   // and BenchConfig::measure_bandwidth): the roofline's denominator, now.
   double read_bytes_per_s = 0;
+  // The same probe's best plain pass (no software prefetch): well below
+  // read_bytes_per_s where the hardware prefetchers alone fall short.
+  double plain_read_bytes_per_s = 0;
   // This process's memory on transparent huge pages after the runs (the
   // repacked weights ask for them), and the machine's THP mode ("" unknown).
   uint64_t huge_page_bytes = 0;

@@ -60,8 +60,12 @@ ReadBandwidth measure_read_bandwidth(int threads, uint64_t buffer_bytes, int pas
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     sink = sink + sum;
-    if (s > 0) r.bytes_per_s = std::max(r.bytes_per_s, static_cast<double>(r.buffer_bytes) / s);
+    if (s > 0) {
+      double& best = ahead ? r.ahead_bytes_per_s : r.plain_bytes_per_s;
+      best = std::max(best, static_cast<double>(r.buffer_bytes) / s);
+    }
   }
+  r.bytes_per_s = std::max(r.plain_bytes_per_s, r.ahead_bytes_per_s);
   return r;
 }
 

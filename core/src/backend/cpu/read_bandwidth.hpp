@@ -11,7 +11,10 @@
 namespace tessera {
 
 struct ReadBandwidth {
-  double bytes_per_s = 0;  // the best pass
+  double bytes_per_s = 0;        // the best pass: the larger of the two below
+  double plain_bytes_per_s = 0;  // the best plain pass
+  double ahead_bytes_per_s = 0;  // the best pass reading ahead (their ratio shows how much
+                                 // the hardware prefetchers alone leave unread)
   uint64_t buffer_bytes = 0;
   int threads = 0;
   int passes = 0;
