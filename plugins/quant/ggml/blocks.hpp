@@ -206,12 +206,14 @@ using BlockQ4_0x16 = BlockQ4_0Pair<kWideRepackRows>;
 // the Q4_0 ones pairs and a lone block.
 template <typename Group>
 struct GroupBlocks {
+  static constexpr size_t kBlockBytes = sizeof(Group);  // what one block takes in the stream
   static const Group& block(const void* g, int64_t b) { return static_cast<const Group*>(g)[b]; }
   static const uint16_t* d(const void* g, int64_t /*nb*/, int64_t b) { return block(g, b).d; }
   static const uint8_t* qs(const void* g, int64_t /*nb*/, int64_t b) { return block(g, b).qs; }
 };
 template <int R>
 struct GroupBlocks<BlockQ4_0Pair<R>> {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0Pair<R>) / 2;
   static const uint16_t* d(const void* g, int64_t nb, int64_t b) {
     const auto* pairs = static_cast<const BlockQ4_0Pair<R>*>(g);
     return b / 2 < nb / 2 ? pairs[b / 2].d[b % 2] : reinterpret_cast<const BlockQ4_0Rows<R>*>(pairs + nb / 2)->d;

@@ -12,6 +12,7 @@
 #include "reference.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
+#include "prefetch_choice.hpp"
 #include "weight_arena.hpp"
 #include "weight_quantizer.hpp"
 
@@ -32,6 +33,12 @@ class GgmlQuantizer final : public Quantizer {
     const std::string mode = params.has("activations") ? params.get_string("activations") : "q8x2";
     f32_activations_ = mode == "f32";
     terms_ = mode == "q8" ? ActivationTerms::q8 : ActivationTerms::q8x2;
+    // prefetch (prefetch_choice.hpp): one choice for the whole process, since
+    // it depends on the machine's memory, not on the model; the core checked
+    // the value against the spec's choices.
+    PrefetchMode prefetch = PrefetchMode::automatic;
+    if (params.has("prefetch")) parse_prefetch_mode(params.get_string("prefetch"), &prefetch);
+    prefetch_choice().set_mode(prefetch);
   }
 
   std::span<const std::string_view> formats() const noexcept override { return supported_formats(); }
@@ -105,6 +112,11 @@ constexpr ParamSpec kGgmlParams[] = {
                  "terms, the second quantizing what the first left out, and multiply in integers (follows exact "
                  "arithmetic; decode about a tenth slower than q8, prefill about half as fast); q8: one 8-bit term (llama.cpp's arithmetic, "
                  "the fastest prefill); f32: exact f32 products of the dequantized weights (slower, for reference checks)"),
+    param_string("prefetch", "\"auto\"", "auto|on|off",
+                 "software prefetch of the weights decode streams (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 layouts), for the "
+                 "whole process: auto times both while the model runs and keeps the faster, trying both again after "
+                 "every 4096 timed calls (it paid 40% on some hosts and cost a few per cent on others); on or off fixes it. "
+                 "Results are the same bits either way"),
 };
 
 const PluginLibrary* ggml_quant_entry() {

@@ -92,12 +92,22 @@ struct ActivationScales {
 using QuantizeActivationRowFn = void (*)(const float* x, int64_t n, int terms, int32_t excess, BlockQ8_1* q,
                                          ActivationScales* scales);
 
+// Software prefetch for a kernel streaming weights from memory: with each
+// block it reads it prefetches the lines `bytes` further on (0: none), up to
+// `end`, the end of the weight rows its thread reads in this call (lines past
+// it are another thread's or another tensor's). Changes no result;
+// prefetch_choice.hpp decides `bytes`.
+struct StreamAhead {
+  int64_t bytes = 0;
+  uintptr_t end = 0;
+};
+
 // Repacked group of R rows (blocks.hpp: R = 8 for BlockQ4_1x8 and BlockQ8_0x8,
 // 16 for the x16 layouts) of nb blocks: for xi < nx <= kMaxRepackX and r < R,
 // y[xi * y_stride + r] = dot(row r, activation row xi).
 // xs holds the widened scales of x, laid out like x (x_row_blocks per row).
 using RepackTileFn = void (*)(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* xs,
-                              size_t x_row_blocks, int nx, float* y, size_t y_stride);
+                              size_t x_row_blocks, int nx, float* y, size_t y_stride, StreamAhead ahead);
 
 // K-quant tile: as QuantTileFn, for weight rows of nb Q2_K/Q3_K/Q4_K/Q5_K/Q6_K
 // super-blocks and activation rows of nb Q8_K blocks (x_row_blocks apart).

@@ -33,7 +33,8 @@ inline __m512 scales16(const uint16_t* h) {
 // 128 * sum(x) (precomputed per activation block) is taken off in i32, exactly.
 template <int NX>
 void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+                   const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride,
+                   tessera::ggml::StreamAhead ahead) {
   using tessera::ggml::BlockQ8_0x16;
   using tessera::ggml::BlockQ8_0x16Pair;
   constexpr bool kTwoChains = NX <= 4;
@@ -46,6 +47,7 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
     const bool paired = b / 2 < nb / 2;
     const uint16_t* wd = paired ? pairs[b / 2].d[b % 2] : last->d;
     const uint8_t* wq = paired ? pairs[b / 2].qs[b % 2] : last->qs;
+    repack::prefetch_ahead<repack::lines_per_block(sizeof(BlockQ8_0x16Pair) / 2)>(wq, ahead);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -85,7 +87,8 @@ void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1
 // activation's q_offset.
 template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                       const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+                       const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride,
+                       tessera::ggml::StreamAhead ahead) {
   constexpr bool kTwoChains = NX <= 4;
   using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -95,6 +98,7 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wq = Blocks::qs(group, nb, b);
+    repack::prefetch_ahead<repack::lines_per_block(Blocks::kBlockBytes)>(wq, ahead);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -138,37 +142,42 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
 template <int NX>
 struct Q5_0x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_0x16, true, false>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_0x16, true, false>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q5_1x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_1x16, true, true>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ5_1x16, true, true>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 
 template <int NX>
 struct Q4_0x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_0x16, false, false>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_0x16, false, false>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q4_1x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_1x16, false, true>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x16_fixed<NX, tessera::ggml::BlockQ4_1x16, false, true>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q8_0x16 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q8_0x16_fixed<NX>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    q8_0x16_fixed<NX>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 

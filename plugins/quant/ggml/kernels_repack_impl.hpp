@@ -25,6 +25,21 @@
 
 namespace repack {
 
+// The kLines cache lines `ahead.bytes` past p, unless prefetch is off or they
+// lie at or past the end of this thread's rows. The address is formed as an
+// integer: it may lie past the weights' allocation, and a prefetch never faults.
+template <int kLines>
+inline void prefetch_ahead(const void* p, tessera::ggml::StreamAhead ahead) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(ahead.bytes);
+  if (ahead.bytes == 0 || a >= ahead.end) return;
+#pragma GCC unroll 16
+  for (int l = 0; l < kLines; ++l) _mm_prefetch(reinterpret_cast<const char*>(a + 64 * l), _MM_HINT_T0);
+}
+
+// Lines to prefetch per block of `bytes`: one more than whole lines, since a
+// block need not start on a line.
+constexpr int lines_per_block(size_t bytes) { return static_cast<int>(bytes / 64) + 1; }
+
 inline __m256i broadcast4(const int8_t* p) {  // quants p[0..3] in every i32 lane
   int32_t v;
   __builtin_memcpy(&v, p, 4);
@@ -49,7 +64,8 @@ inline __m256 scales8(const uint16_t* h) {
 // few rows (NX <= 4) each row also gets two chains (low/high nibbles, even/odd k).
 template <int NX, typename Group, bool kHighBits, bool kMin>
 void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                      const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+                      const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride,
+                      tessera::ggml::StreamAhead ahead) {
   constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
   using Blocks = tessera::ggml::GroupBlocks<Group>;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -58,6 +74,7 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wq = Blocks::qs(group, nb, b);
+    prefetch_ahead<lines_per_block(Blocks::kBlockBytes)>(wq, ahead);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -118,7 +135,8 @@ void nibbles_x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ
 
 template <int NX>
 void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride) {
+                  const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride,
+                  tessera::ggml::StreamAhead ahead) {
   using tessera::ggml::BlockQ8_0x8;
   constexpr bool kTwoChains = TESSERA_GGML_VNNI && NX <= 4;
   const auto* w = static_cast<const BlockQ8_0x8*>(group);
@@ -127,6 +145,7 @@ void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8_0x8& wb = w[b];
+    prefetch_ahead<lines_per_block(sizeof(BlockQ8_0x8))>(&wb, ahead);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -163,55 +182,62 @@ void q8_0x8_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1*
 }
 
 using GroupFn = void (*)(const void*, int64_t, const tessera::ggml::BlockQ8_1*, const tessera::ggml::ActivationScales*,
-                         size_t, float*, size_t);
+                         size_t, float*, size_t, tessera::ggml::StreamAhead);
 
 // nx <= tile_x rows in one call of the matching instance, larger nx in chunks.
 template <template <int> class K>
 void by_nx(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x, const tessera::ggml::ActivationScales* xs,
-           size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+           size_t x_row_blocks, int nx, float* y, size_t y_stride, tessera::ggml::StreamAhead ahead) {
   constexpr int kTile = TESSERA_GGML_REPACK_TILE_X;
   static constexpr GroupFn table[8] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
                                        K<kTile >= 5 ? 5 : 1>::run, K<kTile >= 6 ? 6 : 1>::run,
                                        K<kTile >= 7 ? 7 : 1>::run, K<kTile >= 8 ? 8 : 1>::run};
   for (int x0 = 0; x0 < nx; x0 += kTile) {
     const int n = nx - x0 < kTile ? nx - x0 : kTile;
-    table[n - 1](group, nb, x + x0 * x_row_blocks, xs + x0 * x_row_blocks, x_row_blocks, y + x0 * y_stride, y_stride);
+    // Only the first tile of rows streams the weights; the others find them in cache.
+    table[n - 1](group, nb, x + x0 * x_row_blocks, xs + x0 * x_row_blocks, x_row_blocks, y + x0 * y_stride, y_stride,
+                 x0 == 0 ? ahead : tessera::ggml::StreamAhead{});
   }
 }
 
 template <int NX>
 struct Q4_0x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_0x8, false, false>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_0x8, false, false>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q4_1x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_1x8, false, true>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ4_1x8, false, true>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q5_0x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_0x8, true, false>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_0x8, true, false>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q5_1x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_1x8, true, true>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    nibbles_x8_fixed<NX, tessera::ggml::BlockQ5_1x8, true, true>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 template <int NX>
 struct Q8_0x8 {
   static void run(const void* g, int64_t nb, const tessera::ggml::BlockQ8_1* x,
-                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys) {
-    q8_0x8_fixed<NX>(g, nb, x, xs, xb, y, ys);
+                  const tessera::ggml::ActivationScales* xs, size_t xb, float* y, size_t ys,
+                  tessera::ggml::StreamAhead ahead) {
+    q8_0x8_fixed<NX>(g, nb, x, xs, xb, y, ys, ahead);
   }
 };
 

@@ -269,7 +269,7 @@ void f32_tile(const float* w, size_t w_stride, int nw, const float* x, size_t x_
 // reference reads the scales from the blocks themselves, not from xs.
 template <typename Group, int R, bool kHighBits, bool kMin>
 void nibble_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
-                  size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+                  size_t x_row_blocks, int nx, float* y, size_t y_stride, StreamAhead /*ahead*/) {
   using Blocks = GroupBlocks<Group>;
   const int offset = kMin ? 0 : kHighBits ? 16 : 8;
   for (int xi = 0; xi < nx; ++xi) {
@@ -330,7 +330,7 @@ struct Q8_0x16Layout {
 
 template <typename Layout>
 void q8_0_group(const void* group, int64_t nb, const BlockQ8_1* x, const ActivationScales* /*xs*/,
-                size_t x_row_blocks, int nx, float* y, size_t y_stride) {
+                size_t x_row_blocks, int nx, float* y, size_t y_stride, StreamAhead /*ahead*/) {
   constexpr int R = Layout::kRows;
   for (int xi = 0; xi < nx; ++xi) {
     for (int r = 0; r < R; ++r) {

@@ -339,8 +339,15 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
               plain(w.data() + (R + r0) * row_bytes, row_bytes, 4, x.data() + x0 * nb, nb, std::min(kMaxTileX, nx - x0),
                     nb, &plain_y[x0 * R + r0], R);
           }
-          ref_fn(group, nb, x.data(), xs.data(), nb, nx, want.data(), R);
-          simd_fn(group, nb, x.data(), xs.data(), nb, nx, got.data(), R);
+          ref_fn(group, nb, x.data(), xs.data(), nb, nx, want.data(), R, StreamAhead{});
+          simd_fn(group, nb, x.data(), xs.data(), nb, nx, got.data(), R, StreamAhead{});
+          // Prefetching (a block ahead, and far past the weights' end) gives the same bits.
+          const auto end = reinterpret_cast<uintptr_t>(packed.data() + packed.size());
+          for (const int64_t ahead : {int64_t{64}, int64_t{1} << 20}) {
+            std::vector<float> fetched(kMaxRepackX * R);
+            simd_fn(group, nb, x.data(), xs.data(), nb, nx, fetched.data(), R, StreamAhead{ahead, end});
+            EXPECT_EQ(fetched, got) << dtype_name(type) << " R=" << R << " nb=" << nb << " ahead " << ahead;
+          }
           for (int xi = 0; xi < nx; ++xi) {
             for (int r = 0; r < R; ++r) {
               const int i = xi * R + r;
@@ -393,7 +400,7 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
                     : type == DType::q5_1 ? 31
                                           : 127;
       std::vector<float> y(R);
-      fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R);
+      fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R, StreamAhead{});
       for (int r = 0; r < R; ++r)
         EXPECT_EQ(y[r], static_cast<float>(nb * 32 * 127 * q)) << dtype_name(type) << " R=" << R << " row " << r;
     }

@@ -20,6 +20,7 @@
 #include "activation_terms.hpp"
 #include "float_linear.hpp"
 #include "kquant_linear.hpp"
+#include "prefetch_choice.hpp"
 #include "formats.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
@@ -312,6 +313,34 @@ TEST(Linear, ThreadCountDoesNotChangeResults) {
     omp_set_num_threads(saved);
     for (int64_t i = 0; i < n * kOut; ++i) ASSERT_EQ(y1[i], y2[i]) << "n=" << n << " at " << i;
   }
+}
+
+// Prefetching the weights ahead of the kernels changes no bit of any format's
+// output, on one and two threads (each thread's stream ends where its rows
+// do), for decode and for a verification's few rows.
+TEST(Linear, PrefetchChangesNoResult) {
+  constexpr int64_t kOut = 203, kIn = 1536;  // 600+ KiB of Q8_0: two threads' streams, several KiB ahead
+  PrefetchChoice& choice = prefetch_choice();
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+    const auto w = make_weight_bytes(type, kOut, kIn, 7);
+    QuantLinear linear(w.data(), type, kOut, kIn, {});
+    for (int threads : {1, 2}) {
+      for (int64_t n : {1, 5}) {
+        const auto x = random_floats(n * kIn, 17);
+        std::vector<float> plain(n * kOut), ahead(n * kOut);
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        choice.set_mode(PrefetchMode::off);
+        ASSERT_TRUE(linear.forward(x.data(), plain.data(), n).ok());
+        choice.set_mode(PrefetchMode::on);
+        ASSERT_NE(choice.ahead_bytes(), 0);
+        ASSERT_TRUE(linear.forward(x.data(), ahead.data(), n).ok());
+        omp_set_num_threads(saved);
+        EXPECT_EQ(ahead, plain) << dtype_name(type) << " threads " << threads << " n " << n;
+      }
+    }
+  }
+  choice.set_mode(PrefetchMode::automatic);
 }
 
 // Repacked and in-place layouts give the same outputs (up to f32 summation

@@ -115,7 +115,7 @@ std::unique_ptr<Quantizer> quantizer_with(const PluginInfo& info, const char* ac
 }
 
 TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
-  ASSERT_EQ(info_->param_count, 1u);
+  ASSERT_EQ(info_->param_count, 2u);
   EXPECT_STREQ(info_->params[0].name, "activations");
   EXPECT_STREQ(info_->params[0].default_value, "\"q8x2\"");
   const std::unique_ptr<Quantizer> one_term = quantizer_with(*info_, "q8");
@@ -154,6 +154,36 @@ TEST_F(PluginTest, ActivationsParameterChoosesTheArithmetic) {
   EXPECT_GT(worst_fast, 1e-4);
   // The default's second term takes that error down by two orders of magnitude.
   EXPECT_LT(worst_default, worst_fast / 50) << worst_default << " against " << worst_fast;
+}
+
+// prefetch = "on" / "off" / "auto" (the process's choice, prefetch_choice.hpp):
+// the plugin takes each, and the Linears it makes give the same bits in all.
+TEST_F(PluginTest, PrefetchParameterChangesNoResult) {
+  ASSERT_EQ(info_->param_count, 2u);
+  EXPECT_STREQ(info_->params[1].name, "prefetch");
+  EXPECT_STREQ(info_->params[1].default_value, "\"auto\"");
+  EXPECT_STREQ(info_->params[1].choices, "auto|on|off");
+  constexpr int64_t kOut = 64, kIn = 2048;
+  const auto f = testing::random_floats(kOut * kIn, 12, 0.5f);
+  std::vector<BlockQ4_0> w(kOut * kIn / 32);
+  quantize_row_q4_0(f.data(), w.data(), kOut * kIn);
+  const TensorRef weight = make_ref("blk.0.ffn_down.weight", DType::q4_0, "ggml.q4_0", kOut, kIn, w.data());
+  const auto x = testing::random_floats(kIn, 13, 1.0f);
+  std::vector<std::vector<float>> outputs;
+  for (const char* mode : {"off", "on", "auto"}) {
+    ParamValues params;
+    params.set("prefetch", std::string(mode));
+    std::string error;
+    std::unique_ptr<Quantizer> q(static_cast<Quantizer*>(info_->create(params, &error)));
+    ASSERT_NE(q, nullptr) << mode << ": " << error;
+    auto linear = q->make_linear(weight, nullptr);
+    ASSERT_TRUE(linear.ok()) << mode;
+    std::vector<float> y(kOut);
+    ASSERT_TRUE((*linear)->forward(x.data(), y.data(), 1).ok()) << mode;
+    outputs.push_back(y);
+  }
+  EXPECT_EQ(outputs[1], outputs[0]);
+  EXPECT_EQ(outputs[2], outputs[0]);
 }
 
 // Q5_0/Q5_1 and the K-quants through the plugin: by default in the quantized

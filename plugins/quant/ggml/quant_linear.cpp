@@ -2,11 +2,13 @@
 #include "quant_linear.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels.hpp"
+#include "prefetch_choice.hpp"
 #include "repack.hpp"
 #include "row_split.hpp"
 
@@ -73,15 +75,18 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
-                       const ActivationScales* xs, int nx, float* y, int64_t y_stride) const {
+                       const ActivationScales* xs, int nx, float* y, int64_t y_stride, bool weights_cached) const {
   const int64_t nb = in_ / kBlock;
   const RepackTileFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
   const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;  // no kernel for the layout: the ggml rows
   const QuantTileFn tile = tile_for(k, type_);
   const auto ys = static_cast<size_t>(y_stride);
+  // Groups r0..r1 lie end to end: this call's stream of weights.
+  const StreamAhead ahead{weights_cached ? 0 : prefetch_choice().ahead_bytes(),
+                          reinterpret_cast<uintptr_t>(repacked_.data + std::min(r1, packed_end) * row_bytes_)};
   int64_t r = r0;
   for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
-    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys);
+    group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys, ahead);
   }
   const int tile_x = std::clamp(k.preferred_tile_x, 1, kMaxTileX);
   for (; r < r1; r += kMaxTileW) {
@@ -110,9 +115,9 @@ void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
   products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX,
-                     [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool /*weights_cached*/) {
+                     [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool weights_cached) {
                        rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx,
-                            y + x0 * y_stride + (r0 - r_begin), y_stride);
+                            y + x0 * y_stride + (r0 - r_begin), y_stride, weights_cached);
                      });
 }
 
@@ -138,11 +143,21 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
+    // A call that streams its weights once (decode, a verification, a small
+    // batch) times itself for the prefetch choice; a prefill's chunks find
+    // the weights in cache and would tell it nothing.
+    const bool streams = repacked_rows_ > 0 && n_rows <= kMaxRepackX;
+    const auto start = streams ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
     forward_in_chunks(
         x, y, n_rows, in_, out_, weight_bytes(), group_rows_,
         [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
         [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
+    if (streams) {
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      prefetch_choice().record(weight_bytes(),
+                               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+    }
     return Status::Ok();
   });
 }

@@ -1,0 +1,72 @@
+// prefetch_choice.hpp: whether the repacked kernels prefetch the weights they
+// stream, chosen while the model runs.
+//
+// Software prefetch a few KiB ahead of each thread's weight stream paid on
+// the Intel Xeon VMs when their memory was slow to answer (a Q4_0 0.5B model
+// decoded 60-63 tok/s without, 85-97 with, 2026-12-07) and cost a few per
+// cent in other hours on the same machine and on AMD EPYC VMs (docs/kernels.md
+// "Reading ahead"). No fixed setting is right everywhere, so in `auto` mode
+// the plugin measures: it alternates the two modes over turns of decode-sized
+// Linear calls, keeps the one that streamed more bytes per second, and tries
+// both again every so often. Prefetching changes no result, only the time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+
+namespace tessera::ggml {
+
+enum class PrefetchMode { automatic, on, off };
+
+// "auto", "on", "off" (the quant plugin's `prefetch` parameter); false if none.
+bool parse_prefetch_mode(std::string_view text, PrefetchMode* mode);
+
+class PrefetchChoice {
+ public:
+  struct Settings {
+    int64_t ahead_bytes = 16 * 1024;  // how far ahead when on (16 KiB: docs/kernels.md)
+    int calls_per_turn = 64;          // Linear calls timed in one mode before switching
+    int trial_turns = 4;              // turns per mode in a trial (they alternate)
+    int kept_turns = 64;              // turns the winner runs before the next trial
+  };
+
+  PrefetchChoice() : PrefetchChoice(Settings{}) {}
+  explicit PrefetchChoice(Settings settings);
+
+  // Bytes ahead the kernels prefetch now: 0 (off) or Settings::ahead_bytes.
+  int64_t ahead_bytes() const { return ahead_.load(std::memory_order_relaxed); }
+
+  // One decode-sized Linear call just ended on the calling thread: its weight
+  // bytes and wall time. Drives the choice in automatic mode; ignored otherwise.
+  void record(uint64_t bytes, uint64_t nanoseconds);
+
+  void set_mode(PrefetchMode mode);
+  PrefetchMode mode() const;
+
+  // Trials completed, and how many of them prefetching won (for tests and docs).
+  int64_t trials() const;
+  int64_t trials_won_by_prefetch() const;
+
+ private:
+  void switch_to(bool prefetch);
+
+  const Settings settings_;
+  std::atomic<int64_t> ahead_;
+  mutable std::mutex mutex_;
+  PrefetchMode mode_ = PrefetchMode::automatic;
+  bool prefetch_ = false;   // the mode the current turn runs
+  bool in_trial_ = true;    // alternating (true) or running the winner (false)
+  int turn_calls_ = 0;      // calls recorded in the current turn
+  int turns_ = 0;           // turns done in the current trial or kept run
+  uint64_t bytes_[2] = {};  // the trial's sums per mode: [0] off, [1] on
+  uint64_t nanoseconds_[2] = {};
+  int64_t trials_ = 0;
+  int64_t trials_won_ = 0;
+};
+
+// The process's choice: one machine, one memory system, whatever the model.
+PrefetchChoice& prefetch_choice();
+
+}  // namespace tessera::ggml
