@@ -15,17 +15,19 @@
 # Output: one line per run, then per model and mode the range of the rounds'
 # medians; the JSON lines go to .cache/bench/prefetch-DATE.jsonl.
 set -euo pipefail
+models=()
+for m in "$@"; do models+=("$(realpath "$m")"); done  # before the cd: paths as the caller gave them
 cd "$(dirname "$0")/.."
 tessera=${TESSERA:-${TESSERA_BUILD_DIR:-build}/bin/tessera}
 rounds=${ROUNDS:-3} repeat=${REPEAT:-2} threads=${THREADS:-2} gen=${GEN:-128}
 [[ -x $tessera ]] || { echo "prefetch.sh: $tessera not built (scripts/build.sh)" >&2; exit 1; }
-models=("$@")
 if ((${#models[@]} == 0)); then
   for m in models/SmolLM2-135M-Instruct.Q4_1.gguf models/qwen2.5-coder-0.5b-instruct-q5_0.gguf \
            models/qwen2.5-coder-0.5b-instruct-q4_0.gguf; do
-    [[ -f $m ]] && models+=("$m")
+    [[ -f $m ]] && models+=("$PWD/$m")
   done
 fi
+((${#models[@]} > 0)) || { echo "prefetch.sh: no models (scripts/fetch-model.sh, scripts/fetch-qwen-pair.sh)" >&2; exit 1; }
 mkdir -p .cache/bench
 out=.cache/bench/prefetch-$(date -u +%Y%m%d-%H%M%S).jsonl
 extra=()
@@ -37,16 +39,17 @@ for ((r = 1; r <= rounds; r++)); do
     modes=(off on auto)
     ((r % 2 == 0)) && modes=(auto on off)
     for mode in "${modes[@]}"; do
-      json=$("$tessera" bench pipelines/quickstart.toml --set "model.path=\"$PWD/$model\"" \
+      json=$("$tessera" bench pipelines/quickstart.toml --set "model.path=\"$model\"" \
         --set "quant.prefetch=\"$mode\"" "${extra[@]}" --prompt-tokens 16 --gen-tokens "$gen" \
         --repeat "$repeat" --threads "$threads" --json -q)
-      echo "{\"round\": $r, \"model\": \"$model\", \"mode\": \"$mode\", \"bench\": $json}" >>"$out"
       python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-print("round %s  %-48s %-4s decode %6.1f tok/s  probe %.1f GB/s (plainly %.1f)" % (sys.argv[2], sys.argv[3], sys.argv[4],
+with open(sys.argv[5], "a") as out:
+    out.write(json.dumps({"round": int(sys.argv[2]), "model": sys.argv[3], "mode": sys.argv[4], "bench": d}) + "\n")
+print("round %s  %-42s %-4s decode %6.1f tok/s  probe %.1f GB/s (plainly %.1f)" % (sys.argv[2], sys.argv[3].split("/")[-1], sys.argv[4],
       d["decode_tokens_per_s"]["median"], d["read_bytes_per_s"] / 1e9, d["plain_read_bytes_per_s"] / 1e9))
-' "$json" "$r" "$model" "$mode"
+' "$json" "$r" "$model" "$mode" "$out"
     done
   done
 done

@@ -16,17 +16,20 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <cstring>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "float_linear.hpp"
 #include "formats.hpp"
 #include "kernels.hpp"
 #include "kquant_linear.hpp"
+#include "prefetch_choice.hpp"
 #include "quant_linear.hpp"
 #include "repack.hpp"
 #include "tessera/half.hpp"
@@ -371,4 +374,17 @@ BENCHMARK(BM_FloatRows)
 }  // namespace
 }  // namespace tessera::ggml
 
-BENCHMARK_MAIN();
+// The kernels prefetch as the process's choice says (prefetch_choice.hpp);
+// left automatic, a benchmark would switch modes between its iterations.
+// TESSERA_PREFETCH=on measures with prefetch; anything else, without.
+int main(int argc, char** argv) {
+  const char* prefetch = std::getenv("TESSERA_PREFETCH");
+  tessera::ggml::prefetch_choice().set_mode(prefetch != nullptr && std::string_view(prefetch) == "on"
+                                                ? tessera::ggml::PrefetchMode::on
+                                                : tessera::ggml::PrefetchMode::off);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -8,11 +8,11 @@
 #include "float_linear.hpp"
 #include "formats.hpp"
 #include "kquant_linear.hpp"
+#include "prefetch_choice.hpp"
 #include "quant_linear.hpp"
 #include "reference.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/quantizer.hpp"
-#include "prefetch_choice.hpp"
 #include "weight_arena.hpp"
 #include "weight_quantizer.hpp"
 
@@ -114,8 +114,8 @@ constexpr ParamSpec kGgmlParams[] = {
                  "the fastest prefill); f32: exact f32 products of the dequantized weights (slower, for reference checks)"),
     param_string("prefetch", "\"auto\"", "auto|on|off",
                  "software prefetch of the weights decode streams (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 layouts), for the "
-                 "whole process: auto times both while the model runs and keeps the faster, trying both again after "
-                 "every 4096 timed calls (it paid 40% on some hosts and cost a few per cent on others); on or off fixes it. "
+                 "whole process: auto times both while the model runs, alternating, and keeps the faster, trying both "
+                 "again every few hundred decode steps (it paid 40% on some hosts and cost a few per cent on others); on or off fixes it. "
                  "Results are the same bits either way"),
 };
 

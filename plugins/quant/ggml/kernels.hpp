@@ -100,6 +100,13 @@ using QuantizeActivationRowFn = void (*)(const float* x, int64_t n, int terms, i
 struct StreamAhead {
   int64_t bytes = 0;
   uintptr_t end = 0;
+
+  // Where to prefetch for a block at p, or 0 for nowhere. An integer, not a
+  // pointer: it may lie past the weights' allocation (a prefetch never faults).
+  uintptr_t target(const void* p) const {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes);
+    return bytes == 0 || a >= end ? 0 : a;
+  }
 };
 
 // Repacked group of R rows (blocks.hpp: R = 8 for BlockQ4_1x8 and BlockQ8_0x8,

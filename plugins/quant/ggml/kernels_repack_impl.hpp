@@ -25,13 +25,12 @@
 
 namespace repack {
 
-// The kLines cache lines `ahead.bytes` past p, unless prefetch is off or they
-// lie at or past the end of this thread's rows. The address is formed as an
-// integer: it may lie past the weights' allocation, and a prefetch never faults.
+// The kLines cache lines from `ahead.bytes` past p, unless prefetch is off or
+// the first lies at or past the end of this thread's rows (kernels.hpp).
 template <int kLines>
 inline void prefetch_ahead(const void* p, tessera::ggml::StreamAhead ahead) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(ahead.bytes);
-  if (ahead.bytes == 0 || a >= ahead.end) return;
+  const uintptr_t a = ahead.target(p);
+  if (a == 0) return;
 #pragma GCC unroll 16
   for (int l = 0; l < kLines; ++l) _mm_prefetch(reinterpret_cast<const char*>(a + 64 * l), _MM_HINT_T0);
 }

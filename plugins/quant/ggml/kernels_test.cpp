@@ -341,9 +341,9 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
           }
           ref_fn(group, nb, x.data(), xs.data(), nb, nx, want.data(), R, StreamAhead{});
           simd_fn(group, nb, x.data(), xs.data(), nb, nx, got.data(), R, StreamAhead{});
-          // Prefetching (a block ahead, and far past the weights' end) gives the same bits.
+          // Prefetching (a block ahead; half the group ahead) gives the same bits.
           const auto end = reinterpret_cast<uintptr_t>(packed.data() + packed.size());
-          for (const int64_t ahead : {int64_t{64}, int64_t{1} << 20}) {
+          for (const int64_t ahead : {int64_t{64}, static_cast<int64_t>(R * row_bytes / 2)}) {
             std::vector<float> fetched(kMaxRepackX * R);
             simd_fn(group, nb, x.data(), xs.data(), nb, nx, fetched.data(), R, StreamAhead{ahead, end});
             EXPECT_EQ(fetched, got) << dtype_name(type) << " R=" << R << " nb=" << nb << " ahead " << ahead;
@@ -361,6 +361,22 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
       }
     }
   }
+}
+
+// Where a kernel prefetches for a block: `bytes` past it, nowhere when off or
+// when that lies at or past the end of the thread's rows.
+TEST(StreamAhead, TargetsTheLinesAheadWithinTheThreadsRows) {
+  alignas(64) static uint8_t rows[4096];
+  const auto base = reinterpret_cast<uintptr_t>(rows);
+  const StreamAhead off{0, base + sizeof(rows)};
+  EXPECT_EQ(off.target(rows), 0u);
+  const StreamAhead ahead{1024, base + sizeof(rows)};
+  EXPECT_EQ(ahead.target(rows), base + 1024);
+  EXPECT_EQ(ahead.target(rows + 3071), base + 4095);
+  EXPECT_EQ(ahead.target(rows + 3072), 0u);  // the end itself
+  EXPECT_EQ(ahead.target(rows + 4000), 0u);
+  const StreamAhead short_rows{1024, base + 512};  // a thread's rows end before the distance
+  EXPECT_EQ(short_rows.target(rows), 0u);
 }
 
 // Every quant at its largest value against activations of 127 with unit

@@ -1,3 +1,5 @@
+// prefetch_choice.cpp: the prefetch policy (prefetch_choice.hpp) and the
+// per-thread hand-over of the calls' timings.
 #include "prefetch_choice.hpp"
 
 namespace tessera::ggml {
@@ -24,6 +26,7 @@ void PrefetchChoice::switch_to(bool prefetch) {
 
 void PrefetchChoice::set_mode(PrefetchMode mode) {
   const std::lock_guard<std::mutex> lock(mutex_);
+  if (mode == mode_) return;
   mode_ = mode;
   in_trial_ = true;
   turn_calls_ = turns_ = 0;
@@ -46,14 +49,16 @@ int64_t PrefetchChoice::trials_won_by_prefetch() const {
   return trials_won_;
 }
 
-void PrefetchChoice::record(uint64_t bytes, uint64_t nanoseconds) {
+void PrefetchChoice::record(uint64_t bytes, uint64_t nanoseconds, bool prefetched, int64_t calls) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (mode_ != PrefetchMode::automatic) return;
   if (in_trial_) {
-    bytes_[prefetch_ ? 1 : 0] += bytes;
-    nanoseconds_[prefetch_ ? 1 : 0] += nanoseconds;
+    bytes_[prefetched ? 1 : 0] += bytes;
+    nanoseconds_[prefetched ? 1 : 0] += nanoseconds;
   }
-  if (++turn_calls_ < settings_.calls_per_turn) return;
+  if (prefetched != prefetch_) return;
+  turn_calls_ += calls;
+  if (turn_calls_ < settings_.calls_per_turn) return;
   turn_calls_ = 0;
   ++turns_;
   if (!in_trial_) {
@@ -82,6 +87,28 @@ void PrefetchChoice::record(uint64_t bytes, uint64_t nanoseconds) {
 PrefetchChoice& prefetch_choice() {
   static PrefetchChoice choice;
   return choice;
+}
+
+void note_streamed(uint64_t bytes, uint64_t nanoseconds, bool prefetched) {
+  // 16 calls: a lock per thread every few Linears instead of at every one
+  // (SmolLM2's step is ~150 Linears in ~3 ms on two threads).
+  constexpr int64_t kCallsPerReport = 16;
+  struct Pending {
+    uint64_t bytes = 0, nanoseconds = 0;
+    int64_t calls = 0;
+    bool prefetched = false;
+  };
+  thread_local Pending pending;
+  if (pending.calls > 0 && pending.prefetched != prefetched) {
+    prefetch_choice().record(pending.bytes, pending.nanoseconds, pending.prefetched, pending.calls);
+    pending = Pending{};
+  }
+  pending.bytes += bytes;
+  pending.nanoseconds += nanoseconds;
+  pending.prefetched = prefetched;
+  if (++pending.calls < kCallsPerReport) return;
+  prefetch_choice().record(pending.bytes, pending.nanoseconds, pending.prefetched, pending.calls);
+  pending = Pending{};
 }
 
 }  // namespace tessera::ggml

@@ -6,9 +6,10 @@
 // decoded 60-63 tok/s without, 85-97 with, 2026-12-07) and cost a few per
 // cent in other hours on the same machine and on AMD EPYC VMs (docs/kernels.md
 // "Reading ahead"). No fixed setting is right everywhere, so in `auto` mode
-// the plugin measures: it alternates the two modes over turns of decode-sized
-// Linear calls, keeps the one that streamed more bytes per second, and tries
-// both again every so often. Prefetching changes no result, only the time.
+// the plugin measures: every thread times its share of each decode-sized
+// Linear call (the weights it streams), the two modes alternate over turns of
+// such calls, the one that streamed more bytes per second is kept, and both
+// are tried again every so often. Prefetching changes no result, only the time.
 #pragma once
 
 #include <atomic>
@@ -25,9 +26,13 @@ bool parse_prefetch_mode(std::string_view text, PrefetchMode* mode);
 
 class PrefetchChoice {
  public:
+  // A turn of 1024 thread calls is about four decode steps of a 0.5B model
+  // on two threads (121 Linears a step), so each turn holds a similar mix of
+  // small Linears and the large output head; a trial then takes ~35 steps and
+  // the winner runs ~270 before the next.
   struct Settings {
-    int64_t ahead_bytes = 16 * 1024;  // how far ahead when on (16 KiB: docs/kernels.md)
-    int calls_per_turn = 64;          // Linear calls timed in one mode before switching
+    int64_t ahead_bytes = 16 * 1024;  // how far ahead when on (docs/kernels.md)
+    int calls_per_turn = 1024;        // thread calls timed in one mode before switching
     int trial_turns = 4;              // turns per mode in a trial (they alternate)
     int kept_turns = 64;              // turns the winner runs before the next trial
   };
@@ -38,10 +43,15 @@ class PrefetchChoice {
   // Bytes ahead the kernels prefetch now: 0 (off) or Settings::ahead_bytes.
   int64_t ahead_bytes() const { return ahead_.load(std::memory_order_relaxed); }
 
-  // One decode-sized Linear call just ended on the calling thread: its weight
-  // bytes and wall time. Drives the choice in automatic mode; ignored otherwise.
-  void record(uint64_t bytes, uint64_t nanoseconds);
+  // `calls` calls that streamed `bytes` of weights in `nanoseconds` (summed),
+  // prefetching or not. Drives the choice in automatic mode; ignored
+  // otherwise. Calls made in the other mode than the current one (a thread's
+  // late report) count for their own mode but not towards the turn.
+  void record(uint64_t bytes, uint64_t nanoseconds, bool prefetched, int64_t calls = 1);
 
+  // A mode other than the current one starts it afresh (automatic: a new
+  // trial); the same mode again changes nothing, so a second model loaded
+  // with the same settings does not interrupt the first one's choice.
   void set_mode(PrefetchMode mode);
   PrefetchMode mode() const;
 
@@ -68,5 +78,10 @@ class PrefetchChoice {
 
 // The process's choice: one machine, one memory system, whatever the model.
 PrefetchChoice& prefetch_choice();
+
+// One thread's share of a decode-sized Linear call, for prefetch_choice():
+// kept per thread and handed over every few calls, so the threads do not
+// take a shared lock at every Linear of a step.
+void note_streamed(uint64_t bytes, uint64_t nanoseconds, bool prefetched);
 
 }  // namespace tessera::ggml

@@ -21,7 +21,10 @@ PrefetchChoice::Settings small_settings() {
 // Calls as a machine would time them: `ns_off` per call without prefetch,
 // `ns_on` with, whichever the choice has the kernels use at that moment.
 void run_calls(PrefetchChoice& c, int calls, uint64_t ns_off, uint64_t ns_on) {
-  for (int i = 0; i < calls; ++i) c.record(kBytes, c.ahead_bytes() != 0 ? ns_on : ns_off);
+  for (int i = 0; i < calls; ++i) {
+    const bool on = c.ahead_bytes() != 0;
+    c.record(kBytes, on ? ns_on : ns_off, on);
+  }
 }
 
 int trial_calls(const PrefetchChoice::Settings& s) { return 2 * s.trial_turns * s.calls_per_turn; }
@@ -53,7 +56,7 @@ TEST(PrefetchChoice, AlternatesDuringATrial) {
   int switches = 0;
   int64_t last = c.ahead_bytes();
   for (int i = 0; i < trial_calls(s) - 1; ++i) {
-    c.record(kBytes, 1000);
+    c.record(kBytes, 1000, c.ahead_bytes() != 0);
     if (c.ahead_bytes() != last) ++switches;
     last = c.ahead_bytes();
   }
@@ -79,25 +82,52 @@ TEST(PrefetchChoice, WeighsBytesNotCalls) {
   auto s = small_settings();
   s.trial_turns = 1;
   PrefetchChoice c(s);
-  for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1000);  // off: 1 MiB per 1000 ns
+  for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1000, false);  // off: 1 MiB per 1000 ns
   ASSERT_EQ(c.ahead_bytes(), 4096);
-  for (int i = 0; i < s.calls_per_turn; ++i) c.record(4 * kBytes, 2000);  // on: 4 MiB per 2000 ns
+  for (int i = 0; i < s.calls_per_turn; ++i) c.record(4 * kBytes, 2000, true);  // on: 4 MiB per 2000 ns
   EXPECT_EQ(c.trials_won_by_prefetch(), 1);
   EXPECT_EQ(c.ahead_bytes(), 4096);
+}
+
+TEST(PrefetchChoice, LateReportsCountForTheirOwnModeNotTheTurn) {
+  // A thread reports calls it made before the switch: they are timings of
+  // the mode they ran in, and they do not end the new mode's turn early.
+  auto s = small_settings();
+  s.trial_turns = 1;
+  PrefetchChoice c(s);
+  for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1000, false);
+  ASSERT_EQ(c.ahead_bytes(), 4096);                      // the second turn: on
+  c.record(kBytes, 100000, false, s.calls_per_turn);     // late, slow, off
+  EXPECT_EQ(c.ahead_bytes(), 4096);                      // still on's turn
+  for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1500, true);
+  EXPECT_EQ(c.trials(), 1);
+  EXPECT_EQ(c.trials_won_by_prefetch(), 1);  // off's sum carries the late slow calls
+}
+
+TEST(PrefetchChoice, SettingTheSameModeAgainKeepsTheRunningChoice) {
+  const auto s = small_settings();
+  PrefetchChoice c(s);
+  run_calls(c, trial_calls(s), 1000, 700);
+  ASSERT_EQ(c.ahead_bytes(), 4096);
+  c.set_mode(PrefetchMode::automatic);  // a second model with the same settings
+  EXPECT_EQ(c.ahead_bytes(), 4096);
+  EXPECT_EQ(c.trials(), 1);
 }
 
 TEST(PrefetchChoice, FixedModesIgnoreTimings) {
   const auto s = small_settings();
   PrefetchChoice c(s);
   c.set_mode(PrefetchMode::on);
+  EXPECT_EQ(c.ahead_bytes(), 4096);
   run_calls(c, 10 * trial_calls(s), 1000, 5000);
   EXPECT_EQ(c.ahead_bytes(), 4096);
   EXPECT_EQ(c.trials(), 0);
   c.set_mode(PrefetchMode::off);
   run_calls(c, 10 * trial_calls(s), 5000, 1000);
   EXPECT_EQ(c.ahead_bytes(), 0);
-  c.set_mode(PrefetchMode::automatic);
+  c.set_mode(PrefetchMode::automatic);  // a new trial
   EXPECT_EQ(c.mode(), PrefetchMode::automatic);
+  EXPECT_EQ(c.ahead_bytes(), 0);
   run_calls(c, trial_calls(s), 1000, 500);
   EXPECT_EQ(c.ahead_bytes(), 4096);
 }

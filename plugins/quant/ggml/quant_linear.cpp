@@ -75,15 +75,12 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
 }
 
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
-                       const ActivationScales* xs, int nx, float* y, int64_t y_stride, bool weights_cached) const {
+                       const ActivationScales* xs, int nx, float* y, int64_t y_stride, StreamAhead ahead) const {
   const int64_t nb = in_ / kBlock;
   const RepackTileFn group = repacked_rows_ > 0 ? group_kernel(k) : nullptr;
   const int64_t packed_end = group != nullptr ? repacked_rows_ : 0;  // no kernel for the layout: the ggml rows
   const QuantTileFn tile = tile_for(k, type_);
   const auto ys = static_cast<size_t>(y_stride);
-  // Groups r0..r1 lie end to end: this call's stream of weights.
-  const StreamAhead ahead{weights_cached ? 0 : prefetch_choice().ahead_bytes(),
-                          reinterpret_cast<uintptr_t>(repacked_.data + std::min(r1, packed_end) * row_bytes_)};
   int64_t r = r0;
   for (; r < r1 && r + group_rows_ <= packed_end; r += group_rows_) {
     group(repacked_.data + r * row_bytes_, nb, xq, xs, static_cast<size_t>(nb), nx, y + (r - r0), ys, ahead);
@@ -110,20 +107,40 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
 }
 
 void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin,
-                           int64_t r_end) const {
+                           int64_t r_end, StreamAhead ahead) const {
   const int64_t nb = in_ / kBlock;
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
   products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX,
                      [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool weights_cached) {
                        rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx,
-                            y + x0 * y_stride + (r0 - r_begin), y_stride, weights_cached);
+                            y + x0 * y_stride + (r0 - r_begin), y_stride, weights_cached ? StreamAhead{} : ahead);
                      });
 }
 
 void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
+  // Rows [r_begin, r_end) are this thread's stream of weights when all its
+  // activation rows fit one pass over them (decode, a verification, a small
+  // batch): then the kernels may prefetch ahead, up to the stream's end, and
+  // the thread times the call for the prefetch choice. A prefill's chunks
+  // find the weights in cache and would tell it nothing.
+  const int64_t packed_end = std::min(r_end, repacked_rows_);
+  const bool streams = packed_end > r_begin && terms_ * n_rows <= kMaxRepackX;
+  if (!streams) {
+    output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end, [&](int64_t n, float* dst, int64_t stride, int64_t b,
+                                                                      int64_t e) { products(k, n, dst, stride, b, e, {}); });
+    return;
+  }
+  const StreamAhead ahead{prefetch_choice().ahead_bytes(),
+                          reinterpret_cast<uintptr_t>(repacked_.data + packed_end * row_bytes_)};
+  const auto start = std::chrono::steady_clock::now();
   output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end,
-                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) { products(k, n, dst, stride, b, e); });
+                 [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) {
+                   products(k, n, dst, stride, b, e, ahead);
+                 });
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  note_streamed(static_cast<uint64_t>(packed_end - r_begin) * row_bytes_, static_cast<uint64_t>(elapsed.count()),
+                ahead.bytes != 0);
 }
 
 void QuantLinear::reserve_scratch(int64_t n_rows) {
@@ -143,21 +160,11 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
     reserve_scratch(std::min(n_rows, kMaxScratchRows));
-    // A call that streams its weights once (decode, a verification, a small
-    // batch) times itself for the prefetch choice; a prefill's chunks find
-    // the weights in cache and would tell it nothing.
-    const bool streams = repacked_rows_ > 0 && n_rows <= kMaxRepackX;
-    const auto start = streams ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
     forward_in_chunks(
         x, y, n_rows, in_, out_, weight_bytes(), group_rows_,
         [&](const float* xc, int64_t b, int64_t e) { quantize_rows(k, xc, b, e); },
         [&](int64_t rows, float* yc, int64_t b, int64_t e) { output_range(k, rows, yc, b, e); });
-    if (streams) {
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      prefetch_choice().record(weight_bytes(),
-                               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-    }
     return Status::Ok();
   });
 }

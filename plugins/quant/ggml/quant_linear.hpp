@@ -59,17 +59,19 @@ class QuantLinear final : public Linear {
   // The group kernel of `k` for this layout, or nullptr where `k` has none.
   RepackTileFn group_kernel(const KernelTable& k) const;
   // Output rows [r0, r1) (r0 a multiple of the group) for nx <= kMaxRepackX activation
-  // rows; activation row i's output r goes to y[i * y_stride + r - r0]. The
-  // kernels prefetch the rows' weights ahead of them unless `weights_cached`.
+  // rows; activation row i's output r goes to y[i * y_stride + r - r0]; the
+  // group kernels prefetch as `ahead` says (kernels.hpp).
   void rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq, const ActivationScales* xs, int nx,
-            float* y, int64_t y_stride, bool weights_cached) const;
+            float* y, int64_t y_stride, StreamAhead ahead) const;
   // Activation rows [row_begin, row_end) of x into the scratch (Q8_1 and widened scales).
   void quantize_rows(const KernelTable& k, const float* x, int64_t row_begin, int64_t row_end);
   // Output columns [r_begin, r_end) of all n_rows rows from the scratch, bias included.
   void output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const;
   // Columns [r_begin, r_end) of the products of n quantized activation rows
-  // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin].
-  void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end) const;
+  // (terms of rows, in q8x2): row i's column r to y[i * y_stride + r - r_begin];
+  // `ahead` for the kernels' first pass over each group's weights.
+  void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end,
+                StreamAhead ahead) const;
   void reserve_scratch(int64_t n_rows);
 
   const uint8_t* weights_;
