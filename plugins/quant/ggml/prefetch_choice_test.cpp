@@ -96,9 +96,9 @@ TEST(PrefetchChoice, LateReportsCountForTheirOwnModeNotTheTurn) {
   s.trial_turns = 1;
   PrefetchChoice c(s);
   for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1000, false);
-  ASSERT_EQ(c.ahead_bytes(), 4096);                      // the second turn: on
-  c.record(kBytes, 100000, false, s.calls_per_turn);     // late, slow, off
-  EXPECT_EQ(c.ahead_bytes(), 4096);                      // still on's turn
+  ASSERT_EQ(c.ahead_bytes(), 4096);                   // the second turn: on
+  c.record(kBytes, 100000, false, s.calls_per_turn);  // late, slow, off
+  EXPECT_EQ(c.ahead_bytes(), 4096);                   // still on's turn
   for (int i = 0; i < s.calls_per_turn; ++i) c.record(kBytes, 1500, true);
   EXPECT_EQ(c.trials(), 1);
   EXPECT_EQ(c.trials_won_by_prefetch(), 1);  // off's sum carries the late slow calls
