@@ -115,7 +115,8 @@ constexpr ParamSpec kGgmlParams[] = {
     param_string("prefetch", "\"auto\"", "auto|on|off",
                  "software prefetch of the weights decode streams (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 layouts), for the "
                  "whole process: auto times both while the model runs, alternating, and keeps the faster, trying both "
-                 "again every few hundred decode steps (it paid 40% on some hosts and cost a few per cent on others); on or off fixes it. "
+                 "again every few hundred decode steps (on one Intel Xeon VM it took a 0.5B Q4_0 model from 51-54 to 79-81 tok/s; "
+                 "it has cost a few per cent elsewhere); on or off fixes it. "
                  "Results are the same bits either way"),
 };
 

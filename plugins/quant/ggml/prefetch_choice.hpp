@@ -3,8 +3,8 @@
 //
 // Software prefetch a few KiB ahead of each thread's weight stream paid on
 // the Intel Xeon VMs when their memory was slow to answer (a Q4_0 0.5B model
-// decoded 60-63 tok/s without, 85-97 with, 2026-12-07) and cost a few per
-// cent in other hours on the same machine and on AMD EPYC VMs (docs/kernels.md
+// decoded 51-54 tok/s without, 79-81 with, 2026-12-07) and cost a few per
+// cent in another hour on such a VM and on an AMD EPYC VM (docs/kernels.md
 // "Reading ahead"). No fixed setting is right everywhere, so in `auto` mode
 // the plugin measures: every thread times its share of each decode-sized
 // Linear call (the weights it streams), the two modes alternate over turns of
