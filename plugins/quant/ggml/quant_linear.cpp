@@ -126,18 +126,15 @@ void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, i
   // find the weights in cache and would tell it nothing.
   const int64_t packed_end = std::min(r_end, repacked_rows_);
   const bool streams = packed_end > r_begin && terms_ * n_rows <= kMaxRepackX;
-  if (!streams) {
-    output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end, [&](int64_t n, float* dst, int64_t stride, int64_t b,
-                                                                      int64_t e) { products(k, n, dst, stride, b, e, {}); });
-    return;
-  }
-  const StreamAhead ahead{prefetch_choice().ahead_bytes(),
-                          reinterpret_cast<uintptr_t>(repacked_.data + packed_end * row_bytes_)};
+  const StreamAhead ahead = streams ? StreamAhead{prefetch_choice().ahead_bytes(),
+                                                  reinterpret_cast<uintptr_t>(repacked_.data + packed_end * row_bytes_)}
+                                    : StreamAhead{};
   const auto start = std::chrono::steady_clock::now();
   output_columns(terms_, n_rows, out_, y, bias_, r_begin, r_end,
                  [&](int64_t n, float* dst, int64_t stride, int64_t b, int64_t e) {
                    products(k, n, dst, stride, b, e, ahead);
                  });
+  if (!streams) return;
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   note_streamed(static_cast<uint64_t>(packed_end - r_begin) * row_bytes_, static_cast<uint64_t>(elapsed.count()),
                 ahead.bytes != 0);
