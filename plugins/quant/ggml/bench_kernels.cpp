@@ -12,7 +12,9 @@
 // DecodeStep: all 211 matrix-vector products of one SmolLM2-135M token
 // (30 layers x q, k, v, o, gate, up, down in Q4_1 + the 49152 x 576 Q8_0
 // output), reporting tokens per second of matrix work.
-// Prefill: 512 activation rows at once (GFLOP/s counter).
+// Prefill: 512 activation rows at once (GFLOP/s counter; "int8 GOP/s" counts
+// every activation term's products, the integer work done).
+// Int8Peak/<level>: one core's ceiling for that work (int8_peak.hpp).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -26,6 +28,9 @@
 #include <vector>
 
 #include "float_linear.hpp"
+#if TESSERA_BENCH_INT8_PEAK
+#include "int8_peak.hpp"
+#endif
 #include "formats.hpp"
 #include "kernels.hpp"
 #include "kquant_linear.hpp"
@@ -230,7 +235,9 @@ BENCHMARK(BM_DecodeStep)
     ->Unit(benchmark::kMillisecond);
 
 // 512 activation rows through one [out, in] matrix of `type`, timed; the
-// rate counted in GFLOP/s (2 * out * in per row).
+// rate counted in GFLOP/s (2 * out * in per row) and in int8 GOP/s (as many
+// again per further activation term: the integer products done, to set
+// beside Int8Peak's ceiling).
 void time_prefill(benchmark::State& state, DType type, int64_t out, int64_t in, ActivationTerms terms) {
   constexpr int64_t n = 512;
   Copies c = make_copies(type, out, in, 0, terms);
@@ -240,7 +247,10 @@ void time_prefill(benchmark::State& state, DType type, int64_t out, int64_t in, 
     (void)c.linears[0]->forward(x.data(), y.data(), n);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * out * in * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  const double ops = 2.0 * out * in * n * state.iterations();
+  state.counters["GFLOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsRate);
+  state.counters["int8 GOP/s"] =
+      benchmark::Counter(ops * static_cast<double>(terms) / 1e9, benchmark::Counter::kIsRate);
 }
 
 // args: format (as DType value), out, in, threads, activation terms
@@ -277,6 +287,35 @@ BENCHMARK(BM_KQuantPrefill)
     ->ArgNames({"type", "level", "terms"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+#if TESSERA_BENCH_INT8_PEAK
+// One core's ceiling for 8-bit multiply-adds with each level's instruction
+// (int8_peak.hpp), in GOP/s (two per multiply-add, as the Prefill counters
+// count): a prefill's "int8 GOP/s" on one thread can come near it, never pass
+// it. args: level
+void BM_Int8Peak(benchmark::State& state) {
+  const auto level = static_cast<IsaLevel>(state.range(0));
+  if (!use_level(state, state.range(0))) return;
+  constexpr int64_t kRounds = 1 << 20;
+  int64_t products = 0;
+  for (auto _ : state) {
+    switch (level) {
+      case IsaLevel::avx2: products += int8_peak_avx2(kRounds); break;
+      case IsaLevel::avx512_vnni: products += int8_peak_avx512_vnni(kRounds / 4); break;
+      default: products += int8_peak_amx(kRounds / 256); break;
+    }
+  }
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(products) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(isa_level_name(level)));
+}
+BENCHMARK(BM_Int8Peak)
+    ->Arg(static_cast<int64_t>(IsaLevel::avx2))
+    ->Arg(static_cast<int64_t>(IsaLevel::avx512_vnni))
+    ->Arg(static_cast<int64_t>(IsaLevel::amx))
+    ->ArgName("level")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+#endif
 
 // The K-quant pair kernels (two repacked groups as one) against the group
 // kernel called on each group, for nx activation rows, at the best level:
