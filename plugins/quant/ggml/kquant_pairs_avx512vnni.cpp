@@ -32,6 +32,9 @@ namespace {
 // Activation rows per fixed kernel: their 8 integer sums and 8 f32
 // accumulators and a run's 8 unpacked weight vectors fit the 32 zmm registers.
 constexpr int kPairTileX = 8;
+// Activation rows whose product chains are interleaved (k4_pair_fixed): 4
+// rows' low and high chains are 8 independent vpdpbusd chains.
+constexpr int kChainRows = 4;
 
 // The same 32 bytes of two groups: rows 0-7 in the low half, 8-15 in the high.
 inline __m512i both_groups(const uint8_t* first, const uint8_t* second) {
@@ -140,17 +143,32 @@ void k4_pair_fixed(const Group* first, const Group* second, int64_t nb, const Bl
         hi[3] = _mm512_or_si512(hi[3], _mm512_and_si512(_mm512_srli_epi16(qh, 3), bit4));
       }
       const __m512i scale = row_bytes(wa.scales[j], wb.scales[j]);
-      for (int xi = 0; xi < NX; ++xi) {
-        const int8_t* q = xb[xi]->qs + 32 * j;
+      // The chains of kChainRows activation rows side by side, product by
+      // product: consecutive vpdpbusd are independent, so the core need not
+      // find them among chains written one after another.
+      for (int x0 = 0; x0 < NX; x0 += kChainRows) {
+        constexpr int kRows = NX < kChainRows ? NX : kChainRows;
         for (int c = 0; c < 4; c += kChain) {
-          __m512i low_chain = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[c], quad(q + 4 * c));
-          __m512i high_chain = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[c], quad(q + 16 + 4 * c));
-          for (int t = c + 1; t < c + kChain; ++t) {
-            low_chain = _mm512_dpbusd_epi32(low_chain, lo[t], quad(q + 4 * t));
-            high_chain = _mm512_dpbusd_epi32(high_chain, hi[t], quad(q + 16 + 4 * t));
+          __m512i low_chain[kRows], high_chain[kRows];
+          for (int i = 0; i < kRows; ++i) {
+            if (x0 + i >= NX) break;
+            const int8_t* q = xb[x0 + i]->qs + 32 * j;
+            low_chain[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[c], quad(q + 4 * c));
+            high_chain[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[c], quad(q + 16 + 4 * c));
           }
-          isum[xi] = _mm512_dpwssd_epi32(isum[xi], low_chain, scale);
-          isum[xi] = _mm512_dpwssd_epi32(isum[xi], high_chain, scale);
+          for (int t = c + 1; t < c + kChain; ++t) {
+            for (int i = 0; i < kRows; ++i) {
+              if (x0 + i >= NX) break;
+              const int8_t* q = xb[x0 + i]->qs + 32 * j;
+              low_chain[i] = _mm512_dpbusd_epi32(low_chain[i], lo[t], quad(q + 4 * t));
+              high_chain[i] = _mm512_dpbusd_epi32(high_chain[i], hi[t], quad(q + 16 + 4 * t));
+            }
+          }
+          for (int i = 0; i < kRows; ++i) {
+            if (x0 + i >= NX) break;
+            isum[x0 + i] = _mm512_dpwssd_epi32(isum[x0 + i], low_chain[i], scale);
+            isum[x0 + i] = _mm512_dpwssd_epi32(isum[x0 + i], high_chain[i], scale);
+          }
         }
       }
     }
