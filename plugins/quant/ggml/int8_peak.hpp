@@ -5,9 +5,10 @@
 // multiply-add ceiling").
 //
 // Each loop keeps independent chains of the level's product in flight (more
-// than its latency times its issue rate), on operands held in registers, so
-// it measures issue rate alone: no loads, no unpacking, no scales. A kernel
-// can only come near it; the figure says how near.
+// than its latency times its issue rate), on operands held in registers (for
+// AVX2, weights from a 1 KiB ring in L1: see int8_peak_avx2.cpp), so it
+// measures issue rate alone: no unpacking, no scales. A kernel can only come
+// near it; the figure says how near.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // int8_peak_amx.cpp: the AMX panels' product (int8_peak.hpp): tdpbusd
-// multiplies a 16 x 64 tile of u8 by a 16 x 64 tile of i8 (16 x 16 x 4
-// pairs) into a 16 x 16 tile of i32 sums. Four accumulator tiles, each its
+// multiplies a 16 x 64 tile of u8 by a 16 x 64 tile of i8 (16 x 16 x 64
+// products) into a 16 x 16 tile of i32 sums. Four accumulator tiles, each its
 // own chain, from two A and two B tiles, as the panels' inner loop.
 #include <immintrin.h>
 
