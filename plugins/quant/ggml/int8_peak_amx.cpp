@@ -8,35 +8,19 @@
 #include <cstring>
 
 #include "int8_peak.hpp"
+#include "tessera/amx_tiles.hpp"
 
 namespace tessera::ggml {
-namespace {
-
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
-}  // namespace
 
 int64_t int8_peak_amx(int64_t rounds) {
-  TileConfig config{};
-  config.palette_id = 1;
-  for (int t = 0; t < 8; ++t) {
-    config.rows[t] = 16;
-    config.colsb[t] = 64;
-  }
   alignas(64) static int8_t operand[16][64];
   std::memset(operand, 1, sizeof operand);
-  asm volatile("" ::: "memory");  // GCC's tile loads name only an address: the stores above must happen first
-  _tile_loadconfig(&config);
+  configure_16x64_tiles();
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
+  tile_memory_fence();  // operand is read by tile loads
   _tile_loadd(4, operand, 64);
   _tile_loadd(5, operand, 64);
   _tile_loadd(6, operand, 64);
@@ -49,7 +33,7 @@ int64_t int8_peak_amx(int64_t rounds) {
   }
   alignas(64) static int32_t result[16][16];
   _tile_stored(0, result, 64);
-  asm volatile("" ::: "memory");
+  tile_memory_fence();  // result was written by a tile store
   _tile_release();
   volatile int32_t sink = result[0][0];
   (void)sink;

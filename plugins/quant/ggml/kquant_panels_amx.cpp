@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
+#include "tessera/amx_tiles.hpp"
 
 namespace tessera::ggml {
 namespace {
@@ -36,24 +37,6 @@ namespace {
 constexpr int kTileRows = kPanelTileX;  // activation rows per tile
 static_assert(kPanelRows == 2 * kRepackRows && kPanelRows == 16);
 static_assert(kPanelStep == 64 && kPanelSteps == 4);  // four K = 64 steps a super-block
-
-// Palette 1's configuration block (64 bytes, as ldtilecfg reads it).
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// GCC 12's tile loads (and ldtilecfg, which names only the first 8 bytes of
-// its 64) are asm statements that take only an address, with no memory
-// operand or clobber: the compiler may keep the stores of a buffer a tile
-// load reads in registers, or drop them. This compiler barrier goes between
-// such writes and the tile instructions that read them, and (belt and braces:
-// GCC 12's tile stores do clobber memory) after tile stores.
-inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
 
 inline __m512i concat(const void* lo32, const void* hi32) {
   const __m256i lo = _mm256_loadu_si256(static_cast<const __m256i*>(lo32));
@@ -83,19 +66,11 @@ inline __m512i bsum_pair(const BlockQ8K& x, int j) {
   return _mm512_set1_epi32(v);
 }
 
-// Every tile 16 rows of 64 bytes: K = 64 per product. (Q4_K/Q5_K: tiles
-// 0-3 the sums S_lo and S_hi of two activation tiles, 4, 5 the two activation
-// tiles, 6, 7 the weights times sl and times sh; Q6_K: q6_k_panel.)
-void configure_k64_tiles() {
-  TileConfig c{};
-  c.palette_id = 1;
-  for (int t = 0; t < 8; ++t) {
-    c.rows[t] = kTileRows;
-    c.colsb[t] = 64;
-  }
-  tile_memory_fence();  // c is read by ldtilecfg
-  _tile_loadconfig(&c);
-}
+// Every tile 16 rows of 64 bytes (configure_16x64_tiles): K = 64 per
+// product. Q4_K/Q5_K: tiles 0-3 the sums S_lo and S_hi of two activation
+// tiles, 4, 5 the two activation tiles, 6, 7 the weights times sl and times
+// sh; Q6_K: q6_k_panel.
+static_assert(kTileRows == 16);
 
 // One super-block of a Q4_K/Q5_K panel, unpacked. B tile row kk of step s
 // holds quants 64s + 4kk .. + 3 of the 16 rows: run j = 2s + kk / 8, its low
@@ -180,7 +155,7 @@ inline void close_k4(const int32_t (&s_lo)[kTileRows][kPanelRows], const int32_t
 template <typename Group, bool kFifthBit>
 void k4_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
               const PanelActivations& xa_all, int nx, float* y, size_t y_stride) {
-  configure_k64_tiles();
+  configure_16x64_tiles();
   const auto* g0 = static_cast<const Group*>(groups);
   const auto* g1 = reinterpret_cast<const Group*>(static_cast<const uint8_t*>(groups) + group_bytes);
   K4Block p;
@@ -301,7 +276,7 @@ void unpack_q6(const BlockQ6Kx8& g0, const BlockQ6Kx8& g1, Q6Block& p) {
 
 void q6_k_panel(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x, size_t x_row_blocks,
                 const PanelActivations& xa_all, int nx, float* y, size_t y_stride) {
-  configure_k64_tiles();
+  configure_16x64_tiles();
   const auto* g0 = static_cast<const BlockQ6Kx8*>(groups);
   const auto* g1 = reinterpret_cast<const BlockQ6Kx8*>(static_cast<const uint8_t*>(groups) + group_bytes);
   Q6Block p;

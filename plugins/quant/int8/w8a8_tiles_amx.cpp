@@ -11,44 +11,20 @@
 
 #include <cstdint>
 
+#include "tessera/amx_tiles.hpp"
 #include "w8a8_kernels.hpp"
 #include "w8a8_layout.hpp"
 
 namespace tessera::int8 {
 namespace {
 
-// Palette 1's configuration block (64 bytes, as ldtilecfg reads it).
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// GCC 12's tile intrinsics are asm statements with no memory operands: this
-// compiler barrier keeps the stores a tile load or ldtilecfg reads ahead of it.
-inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
-
 // Tiles 0-3: sums (activation block a x panel b at 2a + b); 4, 5: activations
-// rows 0-15 and 16-31; 6, 7: the two panels' chunk. All 16 rows x 64 bytes.
-// Loaded at every call: another plugin's tile code on this thread may have
-// loaded its own configuration since (ldtilecfg costs little beside a block).
-void configure_tiles() {
-  TileConfig c{};
-  c.palette_id = 1;
-  for (int t = 0; t < 8; ++t) {
-    c.rows[t] = 16;
-    c.colsb[t] = 64;
-  }
-  tile_memory_fence();  // c is read by ldtilecfg
-  _tile_loadconfig(&c);
-}
+// rows 0-15 and 16-31; 6, 7: the two panels' chunk. All 16 rows x 64 bytes
+// (configure_16x64_tiles, loaded at every call; ldtilecfg costs little beside a block).
 
 void panel_tiles_amx(const int8_t* panels, size_t panel_bytes, int64_t k_chunks, const int8_t* x, size_t x_stride,
                      int32_t* acc) {
-  configure_tiles();
+  configure_16x64_tiles();
   tile_memory_fence();
   _tile_zero(0);
   _tile_zero(1);
