@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "float_linear.hpp"
-#if TESSERA_BENCH_INT8_PEAK
+#ifndef TESSERA_GGML_NO_X86_KERNELS  // the peak loops are x86 instructions
 #include "int8_peak.hpp"
 #endif
 #include "formats.hpp"
@@ -288,7 +288,7 @@ BENCHMARK(BM_KQuantPrefill)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-#if TESSERA_BENCH_INT8_PEAK
+#ifndef TESSERA_GGML_NO_X86_KERNELS
 // One core's ceiling for 8-bit multiply-adds with each level's instruction
 // (int8_peak.hpp), in GOP/s (two per multiply-add, as the Prefill counters
 // count): a prefill's "int8 GOP/s" on one thread can come near it, never pass
