@@ -1,5 +1,5 @@
 // tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F|gptq | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--threads N] [--force] [--json]
+//   [--act-order] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--held-out FILE [--held-out-samples N]] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -129,6 +129,14 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   if (r.calibration_tokens > 0 && r.method != "int8")
     fmt::print("  against rounding to nearest on the calibration inputs: {:.3f}x its output error (geometric mean)\n",
                r.mean_gain_over_rounding());
+  if (const auto held_out = r.mean_held_out_gain_over_rounding()) {
+    const auto shown = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string("-"); };
+    fmt::print("  on the held-out text ({} tokens): {:.3f}x rounding's output error, {} token by token; per kind, "
+               "calibration / held out / held out token by token:\n",
+               r.held_out_tokens, *held_out, shown(r.mean_held_out_token_gain_over_rounding()));
+    for (const auto& k : r.gains_by_kind())
+      fmt::print("    {:<20} {:.3f} / {} / {}\n", k.kind, k.calibration, shown(k.held_out), shown(k.held_out_tokens));
+  }
   if (!r.scale_groups.empty() && r.method == "int8") {
     double before = 0, after = 0;
     for (const auto& g : r.scale_groups) {
@@ -179,6 +187,9 @@ int cmd_quantize(int argc, char** argv) {
       "calibration", "calibration text file (GPTQ, AWQ)", cxxopts::value<std::string>())(
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
+      "held-out", "a second text, never calibrated on: report each Linear's output error on its inputs beside "
+      "rounding to nearest's (--held-out-samples windows of --sample-tokens)", cxxopts::value<std::string>())(
+      "held-out-samples", "held-out windows", cxxopts::value<int64_t>()->default_value("8"))(
       "awq-grid", "AWQ: scale exponents tried, 0, 1/N, ..., (N-1)/N", cxxopts::value<int>()->default_value("20"))(
       "awq-no-clip", "AWQ: the input scales alone, without the clipping search after them")(
       "smooth", "INT8: SmoothQuant's migration strength alpha in (0, 1), e.g. 0.5, or 'auto': per group, the alpha "
@@ -289,6 +300,13 @@ int cmd_quantize(int argc, char** argv) {
     const auto text = read_file(args["calibration"].as<std::string>(), "calibration text");
     if (!text.ok()) return report(text.status());
     job.calibration_text = *text;
+  }
+  job.held_out_samples = args["held-out-samples"].as<int64_t>();
+  if (args.count("held-out")) {
+    const auto text = read_file(args["held-out"].as<std::string>(), "held-out text");
+    if (!text.ok()) return report(text.status());
+    if (text->empty()) return report_usage("--held-out: the file is empty");
+    job.held_out_text = *text;
   }
 
   const bool quiet = args.count("quiet") > 0 || args.count("json") > 0;

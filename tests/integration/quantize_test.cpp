@@ -398,6 +398,53 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
   EXPECT_LT(std::fabs(std::log(ppl[1] / ppl[0])), 0.02) << "more than 2% apart";
 }
 
+// --held-out measures each quantized Linear by running it on a second
+// text's inputs. Given the calibration text itself, that measure must agree
+// with what the plugin computed from H on the same inputs (two independent
+// computations: Linears run on stored rows against Δ·H·Δᵀ), for GPTQ (into
+// checkpoint groups, whose tensors stand in for the weight in the file
+// while the blocks run) and for rounding; for AWQ too (into Q4_0), where the
+// Linear runs on inputs divided by the scales (folded into the norm, or into
+// up for down).
+TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
+  SKIP_WITHOUT_MODEL();
+  for (const std::string method : {"gptq", "awq"}) {
+    QuantizeJob job = job_for(scratch("held_out_" + method + ".gguf").string(), method, "q4_0", method == "awq");
+    if (method == "gptq") {
+      job.spec.format = "gptq";
+      job.spec.group_size = 128;
+    }
+    job.calibration_text = calibration_text();
+    job.held_out_text = calibration_text();
+    job.samples = job.held_out_samples = 2;
+    job.sample_tokens = 48;
+    job.awq_grid = 4;
+    auto report = quantize_model(job, test_registry());
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->held_out_tokens, 96);
+    ASSERT_EQ(report->weights.size(), 30u * 7u);
+    for (const auto& w : report->weights) {
+      ASSERT_TRUE(w.held_out_error && w.held_out_rounding_error) << w.name;
+      ASSERT_TRUE(w.held_out_token_error && w.held_out_rounding_token_error) << w.name;
+      EXPECT_GT(*w.held_out_token_error, 0.0) << w.name;
+      // The Linears round their inputs to 8 bits in two terms: a part in
+      // 10^4 of the output, far below 4-bit weights' error.
+      EXPECT_NEAR(*w.held_out_error / w.relative_error, 1.0, 0.02) << method << " " << w.name;
+      if (method == "gptq") {
+        EXPECT_NEAR(*w.held_out_rounding_error / w.rounding_relative_error, 1.0, 0.02) << w.name;
+      }
+    }
+    const auto held_out = report->mean_held_out_gain_over_rounding();
+    ASSERT_TRUE(held_out.has_value());
+    if (method == "gptq") {
+      EXPECT_NEAR(*held_out / report->mean_gain_over_rounding(), 1.0, 0.02);
+    }
+    ASSERT_EQ(report->gains_by_kind().size(), 7u);
+    EXPECT_EQ(report->gains_by_kind().front().kind, "attn_k.weight");
+    EXPECT_EQ(report->gains_by_kind().front().weights, 30);
+  }
+}
+
 // AWQ with one exponent (0: every scale 1) and no clipping search
 // (`--awq-grid 1 --awq-no-clip`) changes no weight: its Linears are rounding
 // to nearest's, byte for byte; with the clipping search on they are not.
@@ -728,6 +775,17 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   gptq.calibration_text = calibration_text();
   gptq.sample_tokens = 100000;
   EXPECT_NE(message(gptq).find("do not fit the model's context"), std::string::npos);
+  QuantizeJob held_out = job_for(out.string(), "gptq", "q4_0", true);
+  held_out.force = false;
+  held_out.calibration_text = calibration_text();
+  held_out.held_out_text = "far too short";
+  held_out.samples = held_out.held_out_samples = 2;
+  held_out.sample_tokens = 48;
+  EXPECT_NE(message(held_out).find("the held-out text has"), std::string::npos) << message(held_out);
+  QuantizeJob rounding = job_for(out.string(), "rtn", "q4_0", true);
+  rounding.force = false;
+  rounding.held_out_text = calibration_text();
+  EXPECT_NE(message(rounding).find("'rtn' does not calibrate"), std::string::npos) << message(rounding);
 
   QuantizeJob unknown = job_for(out.string(), "hqq", "q4_0", true);
   EXPECT_NE(message(unknown).find("no quant plugin quantizes with method 'hqq'"), std::string::npos);

@@ -57,6 +57,13 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
       observed_rows_ += n_rows;
       return reference_->forward(x, y, n_rows);
     }
+    case Role::capture:
+      try {
+        captured_.insert(captured_.end(), x, x + n_rows * reference_->in_features());
+      } catch (const std::exception& e) {
+        return exception_status(e.what());
+      }
+      return reference_->forward(x, y, n_rows);
     case Role::quantized: return forward_quantized(x, y, n_rows);
     case Role::reference: break;
   }

@@ -14,10 +14,13 @@
 //              multiplies by the original weight (so the layer's later
 //              Linears see what the original layer computes);
 //   stop       layers after l: ends the forward early, nothing after l matters;
-//   reference  weights that are not quantized (the output head).
+//   reference  weights that are not quantized (the output head);
+//   capture    layer l, over the held-out text (--held-out): keeps its inputs
+//              and multiplies by the original weight.
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tessera/linear.hpp"
@@ -27,7 +30,7 @@ namespace tessera {
 
 class CalibrationLinear final : public Linear {
  public:
-  enum class Role { reference, observe, stop, quantized };
+  enum class Role { reference, observe, stop, quantized, capture };
 
   // `stopped` is set when a forward reaches a Linear in the stop role.
   CalibrationLinear(std::unique_ptr<Linear> reference, bool* stopped)
@@ -44,6 +47,18 @@ class CalibrationLinear final : public Linear {
     role_ = Role::observe;
   }
   void stop() { role_ = Role::stop; }
+  // Keeps every input row from now on (take_captured), the original weight
+  // computing the output; nothing reaches a quantizer.
+  void capture() {
+    captured_.clear();
+    role_ = Role::capture;
+  }
+  // The rows kept since capture(), [rows, in_features]; the Linear is left
+  // in the reference role.
+  std::vector<float> take_captured() {
+    role_ = Role::reference;
+    return std::exchange(captured_, {});
+  }
   // The original weight again, once the passes reach the layer of a weight
   // that stays unquantized (its format cannot hold its shape).
   void use_reference() {
@@ -90,6 +105,7 @@ class CalibrationLinear final : public Linear {
   std::vector<float> max_abs_input_;   // [in_features] while observing
   int64_t keep_every_ = 0;
   std::vector<float> kept_inputs_;     // [kept rows, in_features] while observing
+  std::vector<float> captured_;        // [rows, in_features] while capturing
   std::vector<float> input_divisor_;   // [in_features] or empty
   std::vector<float> scaled_input_;    // scratch: [n_rows, in_features]
 };

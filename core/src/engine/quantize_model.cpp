@@ -19,6 +19,7 @@
 #include "engine/awq_scales.hpp"
 #include "engine/calibration_linear.hpp"
 #include "engine/convert_model.hpp"
+#include "engine/held_out_error.hpp"
 #include "engine/quantized_output_error.hpp"
 #include "engine/quantized_views.hpp"
 #include "engine/model_builder.hpp"
@@ -108,25 +109,26 @@ Status check_paths(const QuantizeJob& job) {
   return check_output_path(job.output, job.force);
 }
 
-// Windows of `tokens` tokens, consecutive in the text, BOS first where the model adds one.
-Result<std::vector<std::vector<int32_t>>> calibration_samples(const QuantizeJob& job, const Session& session) {
-  if (job.samples <= 0 || job.sample_tokens <= 1)
-    return InvalidArgument("calibration needs at least one sample of at least 2 tokens");
-  if (job.sample_tokens > session.context_length())
-    return InvalidArgument(fmt::format("calibration samples of {} tokens do not fit the model's context of {}",
-                                       job.sample_tokens, session.context_length()));
+// `count` windows of `tokens` tokens, consecutive in `text` (`what`: "the
+// calibration text"), BOS first where the model adds one.
+Result<std::vector<std::vector<int32_t>>> text_samples(const std::string& text, std::string_view what, int64_t count,
+                                                       int64_t tokens, const Session& session) {
+  if (count <= 0 || tokens <= 1) return InvalidArgument(fmt::format("{}: give at least one sample of at least 2 tokens", what));
+  if (tokens > session.context_length())
+    return InvalidArgument(fmt::format("samples of {} tokens do not fit the model's context of {}", tokens,
+                                       session.context_length()));
   const auto& tokenizer = session.tokenizer();
-  const std::vector<int32_t> tokens = tokenizer.encode(job.calibration_text, false, /*parse_special=*/false);
-  const int64_t needed = job.samples * job.sample_tokens;
-  if (static_cast<int64_t>(tokens.size()) < needed)
-    return InvalidArgument(fmt::format("the calibration text has {} tokens; {} samples of {} tokens need {}: give a "
-                                       "longer text or fewer or shorter samples",
-                                       tokens.size(), job.samples, job.sample_tokens, needed));
+  const std::vector<int32_t> encoded = tokenizer.encode(text, false, /*parse_special=*/false);
+  const int64_t needed = count * tokens;
+  if (static_cast<int64_t>(encoded.size()) < needed)
+    return InvalidArgument(fmt::format("{} has {} tokens; {} samples of {} tokens need {}: give a longer text or "
+                                       "fewer or shorter samples",
+                                       what, encoded.size(), count, tokens, needed));
   const bool add_bos = tokenizer.add_bos() && tokenizer.bos_id() >= 0;
   std::vector<std::vector<int32_t>> samples;
-  for (int64_t s = 0; s < job.samples; ++s) {
-    const auto begin = tokens.begin() + s * job.sample_tokens;
-    samples.emplace_back(begin, begin + job.sample_tokens);
+  for (int64_t s = 0; s < count; ++s) {
+    const auto begin = encoded.begin() + s * tokens;
+    samples.emplace_back(begin, begin + tokens);
     if (add_bos) samples.back()[0] = tokenizer.bos_id();
   }
   return samples;
@@ -193,6 +195,7 @@ struct LayerScaling {
   std::map<std::string, std::unique_ptr<WeightQuantizer>>* quantizers;
   std::map<std::string, std::vector<float>>* rewritten;  // every layer's, kept for the output
   std::map<std::string, std::vector<float>>* input_divisors;
+  std::map<std::string, std::vector<float>>* member_scales;  // every member's s (--held-out measures with it)
 };
 
 // The inputs' largest channel maximum over the mean channel maximum, each divided by s.
@@ -272,6 +275,7 @@ Status apply_input_scales(const QuantizeJob& job, int layer, const Session& sess
       for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i % scale.size()];
       TESSERA_RETURN_IF_ERROR((*out.quantizers)[name]->scale_inputs(scale.data()));
       if (group.fold == ScaleGroup::Fold::norm) (*out.input_divisors)[name] = scale;
+      (*out.member_scales)[name] = scale;
     }
     if (group.fold == ScaleGroup::Fold::norm) {
       const TensorRef* norm = session.file().find(group.folds_into);
@@ -419,7 +423,7 @@ Status round_embedding_and_head(const QuantizeJob& job, Session& s, CoreModelBui
       return Status(quantized.status().code(), fmt::format("{}: {}", t->name, quantized.status().message()));
     if (quantized->dtype == t->dtype) continue;  // the input's bytes already are this type
     report.rounded.push_back({t->name, std::string(dtype_name(t->dtype)), std::string(dtype_name(quantized->dtype)),
-                              t->shape[0], t->shape[1], quantized->relative_error, quantized->relative_error, 0});
+                              t->shape[0], t->shape[1], quantized->relative_error, quantized->relative_error, 0, {}, {}, {}, {}});
     rounded[t->name] = std::move(quantized).value();
   }
   return Status::Ok();
@@ -509,15 +513,76 @@ double QuantizeReport::mean_relative_error() const {
   return sum / static_cast<double>(weights.size());
 }
 
-double QuantizeReport::mean_gain_over_rounding() const {
-  double log_sum = 0;
-  int64_t n = 0;
-  for (const auto& w : weights) {
-    if (w.relative_error <= 0 || w.rounding_relative_error <= 0) continue;
-    log_sum += std::log(w.relative_error / w.rounding_relative_error);
-    ++n;
+namespace {
+
+// The geometric mean of ratios a / b, pairs with a non-positive member left out.
+class RatioMean {
+ public:
+  void add(double a, double b) {
+    if (!(a > 0) || !(b > 0)) return;
+    log_sum_ += std::log(a / b);
+    ++n_;
   }
-  return n > 0 ? std::exp(log_sum / static_cast<double>(n)) : 1.0;
+  void add(const std::optional<double>& a, const std::optional<double>& b) {
+    if (a && b) add(*a, *b);
+  }
+  std::optional<double> value() const {
+    if (n_ == 0) return std::nullopt;
+    return std::exp(log_sum_ / static_cast<double>(n_));
+  }
+
+ private:
+  double log_sum_ = 0;
+  int64_t n_ = 0;
+};
+
+nlohmann::json optional_json(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+
+// "blk.3.attn_q.weight" -> "attn_q.weight".
+std::string weight_kind(const std::string& name) {
+  if (!name.starts_with("blk.")) return name;
+  const auto dot = name.find('.', 4);
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+}  // namespace
+
+double QuantizeReport::mean_gain_over_rounding() const {
+  RatioMean mean;
+  for (const auto& w : weights) mean.add(w.relative_error, w.rounding_relative_error);
+  return mean.value().value_or(1.0);
+}
+
+std::optional<double> QuantizeReport::mean_held_out_gain_over_rounding() const {
+  RatioMean mean;
+  for (const auto& w : weights) mean.add(w.held_out_error, w.held_out_rounding_error);
+  return mean.value();
+}
+
+std::optional<double> QuantizeReport::mean_held_out_token_gain_over_rounding() const {
+  RatioMean mean;
+  for (const auto& w : weights) mean.add(w.held_out_token_error, w.held_out_rounding_token_error);
+  return mean.value();
+}
+
+std::vector<QuantizeReport::KindGain> QuantizeReport::gains_by_kind() const {
+  struct Means {
+    int64_t weights = 0;
+    RatioMean calibration, held_out, held_out_tokens;
+  };
+  std::map<std::string, Means> kinds;
+  for (const auto& w : weights) {
+    Means& m = kinds[weight_kind(w.name)];
+    ++m.weights;
+    m.calibration.add(w.relative_error, w.rounding_relative_error);
+    m.held_out.add(w.held_out_error, w.held_out_rounding_error);
+    m.held_out_tokens.add(w.held_out_token_error, w.held_out_rounding_token_error);
+  }
+  std::vector<KindGain> out;
+  for (const auto& [kind, m] : kinds)
+    out.push_back(
+        {kind, m.weights, m.calibration.value().value_or(1.0), m.held_out.value(), m.held_out_tokens.value()});
+  return out;
 }
 
 double QuantizeReport::mean_scale_loss_ratio() const {
@@ -540,7 +605,12 @@ nlohmann::json QuantizeReport::to_json() const {
                           {"shape", {w.rows, w.cols}},
                           {"relative_error", w.relative_error},
                           {"rounding_relative_error", w.rounding_relative_error},
-                          {"calibration_rows", w.calibration_rows}});
+                          {"calibration_rows", w.calibration_rows},
+                          {"held_out_error", optional_json(w.held_out_error)},
+                          {"held_out_rounding_error",
+                           optional_json(w.held_out_rounding_error)},
+                          {"held_out_token_error", optional_json(w.held_out_token_error)},
+                          {"held_out_rounding_token_error", optional_json(w.held_out_rounding_token_error)}});
   nlohmann::json kept_weights = nlohmann::json::array();
   for (const auto& k : kept)
     kept_weights.push_back({{"name", k.name}, {"type", k.type}, {"shape", {k.rows, k.cols}}, {"why", k.why}});
@@ -560,6 +630,13 @@ nlohmann::json QuantizeReport::to_json() const {
          {"loss_ratio", g.loss_ratio},
          {"activation_range_before", g.activation_range_before},
          {"activation_range_after", g.activation_range_after}});
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const KindGain& k : gains_by_kind())
+    kinds.push_back({{"kind", k.kind},
+                     {"weights", k.weights},
+                     {"calibration", k.calibration},
+                     {"held_out", optional_json(k.held_out)},
+                     {"held_out_tokens", optional_json(k.held_out_tokens)}});
   return {{"method", method},
           {"format", format},
           {"rotated_inputs", rotated_inputs},
@@ -578,6 +655,10 @@ nlohmann::json QuantizeReport::to_json() const {
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
           {"mean_gain_over_rounding", mean_gain_over_rounding()},
+          {"held_out_tokens", held_out_tokens},
+          {"mean_held_out_gain_over_rounding", optional_json(mean_held_out_gain_over_rounding())},
+          {"mean_held_out_token_gain_over_rounding", optional_json(mean_held_out_token_gain_over_rounding())},
+          {"gains_by_kind", kinds},
           {"mean_scale_loss_ratio", mean_scale_loss_ratio()},
           {"scale_groups", groups},
           {"weights", per_weight}};
@@ -678,10 +759,21 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     if (job.calibration_text.empty())
       return InvalidArgument(fmt::format("method '{}'{} calibrates: give it a text (--calibration FILE)", job.spec.method,
                                          smoothing ? " with SmoothQuant" : ""));
-    auto made = calibration_samples(job, s);
+    auto made = text_samples(job.calibration_text, "the calibration text", job.samples, job.sample_tokens, s);
     if (!made.ok()) return made.status();
     samples = std::move(made).value();
     report.calibration_tokens = job.samples * job.sample_tokens;
+  }
+  const bool measure_held_out = !job.held_out_text.empty();
+  std::vector<std::vector<int32_t>> held_out_samples;
+  if (measure_held_out) {
+    if (!calibrate)
+      return InvalidArgument(fmt::format("--held-out compares a calibrated method with rounding; '{}' does not calibrate",
+                                         job.spec.method));
+    auto made = text_samples(job.held_out_text, "the held-out text", job.held_out_samples, job.sample_tokens, s);
+    if (!made.ok()) return made.status();
+    held_out_samples = std::move(made).value();
+    report.held_out_tokens = job.held_out_samples * job.sample_tokens;
   }
   // Layer by layer: each sample's input to the next layer to run, kept
   // between layers, so layer l's pass runs layer l-1 (quantized) and layer
@@ -692,6 +784,12 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   LayerInputs layer_inputs(s, samples);
   if (layered) TESSERA_RETURN_IF_ERROR(layer_inputs.start());
   report.layer_by_layer = layered;
+  LayerInputs held_out_inputs(s, held_out_samples);
+  if (measure_held_out) {
+    if (!layered)
+      return InvalidArgument("--held-out needs layer-by-layer calibration, which this model (or the job) does not offer");
+    TESSERA_RETURN_IF_ERROR(held_out_inputs.start());
+  }
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
@@ -701,6 +799,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   std::set<std::string, std::less<>> replaced;  // the input's parts of the weights quantized
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
+    std::map<std::string, std::vector<float>> held_out_rows;  // per weight of the layer: [rows, in]
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
     for (Target* t : weights) {
       QuantizeSpec spec = job.spec;
@@ -726,6 +825,14 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
       for (auto& [name, target] : targets) {
         if (target.layer > layer) target.linear->stop();
         if (target.layer <= layer) target.linear->use_reference();  // a kept weight's layer is reached
+      }
+      if (measure_held_out) {  // before observing: that starts the statistics AWQ reads
+        for (Target* t : weights) t->linear->capture();
+        TESSERA_RETURN_IF_ERROR(held_out_inputs.advance_to(layer));
+        TESSERA_RETURN_IF_ERROR(held_out_inputs.observe(layer));
+        for (Target* t : weights) held_out_rows[t->weight->name] = t->linear->take_captured();
+      }
+      for (auto& [name, target] : targets) {
         const auto quantizer = quantizers.find(name);
         if (target.layer == layer && quantizer != quantizers.end())
           target.linear->observe_into(quantizer->second.get(), keepers.contains(name) ? keep_every : 0);
@@ -754,10 +861,29 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
       original.resize(static_cast<size_t>(t->weight->numel()));
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
     }
+    // Rounding to nearest's held-out error, on the weights as they are before any scaling.
+    std::map<std::string, OutputError> held_out_rounding;
+    if (measure_held_out) {
+      for (Target* t : weights) {
+        const TensorRef& w = *t->weight;
+        QuantizeSpec rounding = job.spec;
+        rounding.method = "rtn";
+        rounding.act_order = false;
+        rounding.search_clipping = false;
+        auto q = weight_quantizer(s.quantizers(), rounding, w.shape[0], w.shape[1], w.name);
+        if (!q.ok()) continue;  // the format has no rounding of its own (INT8 W8A8 is one already)
+        auto error = measure_quantized_output_error(builder, w, **q, originals[w.name].data(), held_out_rows[w.name],
+                                                    !writes_checkpoint_tensors(job));
+        if (!error.ok()) return error.status();
+        held_out_rounding[w.name] = *error;
+      }
+    }
     std::map<std::string, std::vector<float>> input_divisors;
+    std::map<std::string, std::vector<float>> member_scales;
     if (job.spec.method == "awq" || smoothing) {
-      TESSERA_RETURN_IF_ERROR(apply_input_scales(job, layer, s, builder, targets,
-                                               {&originals, &quantizers, &rewritten, &input_divisors}, report));
+      TESSERA_RETURN_IF_ERROR(apply_input_scales(
+          job, layer, s, builder, targets, {&originals, &quantizers, &rewritten, &input_divisors, &member_scales},
+          report));
     }
     for (Target* t : weights) {
       const TensorRef& w = *t->weight;
@@ -790,7 +916,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
       report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
                                 w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
-                                t->linear->observed_rows()});
+                                t->linear->observed_rows(), {}, {}, {}, {}});
       report.quantized_elements += static_cast<uint64_t>(w.numel());
       if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
 
@@ -801,6 +927,33 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
       }
       auto linear = builder.make_linear(stored, kept_parts, rescaled_bias ? &*rescaled_bias : t->bias);
       if (!linear.ok()) return linear.status();
+      if (measure_held_out) {
+        // Against the float Linear the quantized one stands for: the
+        // weights as AWQ or SmoothQuant scaled them, run on inputs divided
+        // by their scales (which is the float model's product again).
+        std::vector<float> bias;
+        if (t->bias != nullptr) {
+          if (rescaled_bias) {
+            bias = rewritten.find(t->bias->name)->second;
+          } else {
+            bias.resize(static_cast<size_t>(t->bias->numel()));
+            TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->bias, bias.data()));
+          }
+        }
+        const auto scales = member_scales.find(w.name);
+        auto error = measure_output_error(**linear, original.data(), bias,
+                                          scales == member_scales.end() ? std::span<const float>() : scales->second,
+                                          held_out_rows[w.name]);
+        if (!error.ok()) return Status(error.status().code(), fmt::format("{}: {}", w.name, error.status().message()));
+        QuantizedWeightReport& reported = report.weights.back();
+        reported.held_out_error = error->relative();
+        reported.held_out_token_error = error->mean_row_relative();
+        if (const auto r = held_out_rounding.find(w.name); r != held_out_rounding.end()) {
+          reported.held_out_rounding_error = r->second.relative();
+          reported.held_out_rounding_token_error = r->second.mean_row_relative();
+        }
+        std::vector<float>().swap(held_out_rows[w.name]);
+      }
       t->linear->use_quantized(std::move(linear).value(), std::move(input_divisors[w.name]));
     }
     ++layers_done;

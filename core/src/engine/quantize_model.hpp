@@ -35,6 +35,13 @@ struct QuantizeJob {
   std::string calibration_text;  // for methods that want inputs
   int64_t samples = 128;         // calibration windows ...
   int64_t sample_tokens = 512;   // ... of this many tokens, consecutive in the text
+  // A second text, never calibrated on: each quantized Linear's output error
+  // on its inputs over held_out_samples windows of sample_tokens (taken
+  // through the quantized layers before, as the calibration inputs are),
+  // beside rounding to nearest's (held_out_error.hpp). "": not measured.
+  // Needs a calibrating method and layer-by-layer calibration.
+  std::string held_out_text;
+  int64_t held_out_samples = 8;
   int64_t threads = 0;           // 0: every core
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
   bool awq_clip = true;          // AWQ: search each group's clipping (q/k excepted) after the scales
@@ -85,6 +92,16 @@ struct QuantizedWeightReport {
   double relative_error = 0;           // QuantizedWeight::relative_error
   double rounding_relative_error = 0;  // QuantizedWeight::rounding_relative_error
   int64_t calibration_rows = 0;        // input rows its quantizer observed
+  // On the held-out text's inputs (QuantizeJob::held_out_text), the
+  // Linear's measured output error relative to the float output's energy,
+  // and the same for rounding to nearest in the same format; unset when not
+  // measured.
+  std::optional<double> held_out_error;
+  std::optional<double> held_out_rounding_error;
+  // The same as the mean over held-out tokens of each token's relative
+  // output error (held_out_error.hpp, OutputError::mean_row_relative).
+  std::optional<double> held_out_token_error;
+  std::optional<double> held_out_rounding_token_error;
 };
 
 // A weight left as the input stores it: the format cannot hold its shape.
@@ -130,6 +147,7 @@ struct QuantizeReport {
   uint64_t tensor_bytes = 0;
   uint64_t output_file_bytes = 0;
   int64_t calibration_tokens = 0;
+  int64_t held_out_tokens = 0;     // QuantizeJob::held_out_text's, 0: not measured
   double calibration_seconds = 0;  // forwards over the calibration samples
   bool layer_by_layer = false;     // calibrated over stored layer inputs (QuantizeJob::layer_by_layer)
   double seconds = 0;              // the whole job
@@ -140,6 +158,21 @@ struct QuantizeReport {
   // Geometric mean over the weights of relative_error / rounding_relative_error
   // (1 for round-to-nearest; below 1 where calibration helped).
   double mean_gain_over_rounding() const;
+  // The same on the held-out text: geometric mean over the weights measured
+  // of held_out_error / held_out_rounding_error (nullopt: none measured).
+  std::optional<double> mean_held_out_gain_over_rounding() const;
+  // The same of held_out_token_error / held_out_rounding_token_error.
+  std::optional<double> mean_held_out_token_gain_over_rounding() const;
+  // Both gains per kind of weight (its name less "blk.N.": "attn_q.weight",
+  // ...), in name order.
+  struct KindGain {
+    std::string kind;
+    int64_t weights = 0;
+    double calibration = 1;                // relative_error / rounding_relative_error
+    std::optional<double> held_out;        // held_out_error / held_out_rounding_error
+    std::optional<double> held_out_tokens;  // held_out_token_error / held_out_rounding_token_error
+  };
+  std::vector<KindGain> gains_by_kind() const;
   // Geometric mean of the scale groups' loss_ratio (1 with none).
   double mean_scale_loss_ratio() const;
   nlohmann::json to_json() const;

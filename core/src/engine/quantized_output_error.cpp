@@ -59,28 +59,11 @@ Result<double> QuantizedOutputError::operator()(std::span<const float> input_sca
       scaled_weight_.resize(static_cast<size_t>(out * cols_));
       for (int64_t r = 0; r < out; ++r)
         for (int64_t j = 0; j < cols_; ++j) scaled_weight_[r * cols_ + j] = m.values[r * cols_ + j] * input_scale[j];
-      const auto failed = [&](const Status& status) {
-        return Status(status.code(), fmt::format("{}: {}", m.weight->name, status.message()));
-      };
-      auto quantized = m.quantizer->quantize(scaled_weight_.data());
-      if (!quantized.ok()) return failed(quantized.status());
-      std::vector<QuantizedPart> parts;
-      if (provides(*m.quantizer, 4)) {
-        auto made = m.quantizer->parts();
-        if (!made.ok()) return failed(made.status());
-        parts = std::move(made).value();
-      }
-      std::vector<TensorRef> part_views;
-      for (const QuantizedPart& part : parts) {
-        TESSERA_RETURN_IF_ERROR(check_part(m.weight->name, part));
-        part_views.push_back(part_view(m.weight->name, part));
-      }
-      std::vector<const TensorRef*> part_refs;
-      for (const TensorRef& view : part_views) part_refs.push_back(&view);
-      auto linear = builder_->make_linear(quantized_view(*m.weight, *quantized), part_refs, nullptr);
-      if (!linear.ok()) return failed(linear.status());
+      auto made = quantize_to_linear(*builder_, *m.weight, *m.quantizer, scaled_weight_.data());
+      if (!made.ok()) return made.status();
       outputs_.resize(static_cast<size_t>(rows_ * out));
-      if (Status ran = (*linear)->forward(scaled_inputs_.data(), outputs_.data(), rows_); !ran.ok()) return failed(ran);
+      if (Status ran = made->linear->forward(scaled_inputs_.data(), outputs_.data(), rows_); !ran.ok())
+        return Status(ran.code(), fmt::format("{}: {}", m.weight->name, ran.message()));
       const std::vector<float>& product = products_[i];
       for (size_t k = 0; k < outputs_.size(); ++k) {
         const double d = static_cast<double>(outputs_[k]) - product[k];

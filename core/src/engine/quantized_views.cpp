@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/model_builder.hpp"
 #include "model/model_file.hpp"
 
 namespace tessera {
@@ -43,6 +44,33 @@ TensorRef quantized_view(const TensorRef& weight, const QuantizedWeight& quantiz
   view.data = quantized.data.data();
   view.nbytes = quantized.data.size();
   return view;
+}
+
+Result<QuantizedLinear> quantize_to_linear(CoreModelBuilder& builder, const TensorRef& weight,
+                                           WeightQuantizer& quantizer, const float* values, bool run_parts) {
+  const auto failed = [&](const Status& status) {
+    return Status(status.code(), fmt::format("{}: {}", weight.name, status.message()));
+  };
+  auto quantized = quantizer.quantize(values);
+  if (!quantized.ok()) return failed(quantized.status());
+  QuantizedLinear made;
+  made.weight = std::move(quantized).value();
+  if (provides(quantizer, 4)) {
+    auto parts = quantizer.parts();
+    if (!parts.ok()) return failed(parts.status());
+    made.parts = std::move(parts).value();
+  }
+  for (const QuantizedPart& part : made.parts) {
+    TESSERA_RETURN_IF_ERROR(check_part(weight.name, part));
+    made.part_views.push_back(part_view(weight.name, part));
+  }
+  std::vector<const TensorRef*> part_refs;
+  if (run_parts)
+    for (const TensorRef& view : made.part_views) part_refs.push_back(&view);
+  auto linear = builder.make_linear(quantized_view(weight, made.weight), part_refs, nullptr);
+  if (!linear.ok()) return failed(linear.status());
+  made.linear = std::move(linear).value();
+  return made;
 }
 
 }  // namespace tessera
