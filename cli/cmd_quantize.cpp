@@ -302,6 +302,8 @@ int cmd_quantize(int argc, char** argv) {
     job.calibration_text = *text;
   }
   job.held_out_samples = args["held-out-samples"].as<int64_t>();
+  if (args.count("held-out-samples") && !args.count("held-out"))
+    return report_usage("--held-out-samples needs --held-out TEXT");
   if (args.count("held-out")) {
     const auto text = read_file(args["held-out"].as<std::string>(), "held-out text");
     if (!text.ok()) return report(text.status());

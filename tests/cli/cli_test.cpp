@@ -584,6 +584,8 @@ TEST(Cli, QuantizeReportsTheHeldOutError) {
       << r.out;
   EXPECT_NE(r.out.find("ffn_down.weight      1.000 / 1.000 / 1.000"), std::string::npos) << r.out;
   expect_one_clear_error(run_command(command + empty.string()), 2, "--held-out: the file is empty");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --held-out-samples 4"), 2,
+                         "--held-out-samples needs --held-out TEXT");
 }
 
 }  // namespace

@@ -405,7 +405,8 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
 // checkpoint groups, whose tensors stand in for the weight in the file
 // while the blocks run) and for rounding; for AWQ too (into Q4_0), where the
 // Linear runs on inputs divided by the scales (folded into the norm, or into
-// up for down).
+// up for down), but for the up projections, whose outputs --held-out
+// measures in the float model's scale.
 TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
   SKIP_WITHOUT_MODEL();
   for (const std::string method : {"gptq", "awq"}) {
@@ -428,8 +429,14 @@ TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
       ASSERT_TRUE(w.held_out_token_error && w.held_out_rounding_token_error) << w.name;
       EXPECT_GT(*w.held_out_token_error, 0.0) << w.name;
       // The Linears round their inputs to 8 bits in two terms: a part in
-      // 10^4 of the output, far below 4-bit weights' error.
-      EXPECT_NEAR(*w.held_out_error / w.relative_error, 1.0, 0.02) << method << " " << w.name;
+      // 10^4 of the output, far below 4-bit weights' error. Under AWQ the
+      // up projection's rows took the down projection's 1/s: the plugin
+      // measures its error on those outputs, --held-out on the float
+      // model's (multiplied back), so the two differ there by design.
+      const bool rows_rescaled = method == "awq" && w.name.find("ffn_up") != std::string::npos;
+      if (!rows_rescaled) {
+        EXPECT_NEAR(*w.held_out_error / w.relative_error, 1.0, 0.02) << method << " " << w.name;
+      }
       if (method == "gptq") {
         EXPECT_NEAR(*w.held_out_rounding_error / w.rounding_relative_error, 1.0, 0.02) << w.name;
       }
@@ -438,6 +445,11 @@ TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
     ASSERT_TRUE(held_out.has_value());
     if (method == "gptq") {
       EXPECT_NEAR(*held_out / report->mean_gain_over_rounding(), 1.0, 0.02);
+    }
+    if (method == "awq") {  // the scales were in play: some group, a down projection's among them, moved
+      EXPECT_TRUE(std::any_of(report->scale_groups.begin(), report->scale_groups.end(), [](const auto& g) {
+        return g.exponent > 0 && g.folds_into.find("ffn_up") != std::string::npos;
+      }));
     }
     ASSERT_EQ(report->gains_by_kind().size(), 7u);
     EXPECT_EQ(report->gains_by_kind().front().kind, "attn_k.weight");

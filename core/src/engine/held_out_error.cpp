@@ -13,7 +13,9 @@
 namespace tessera {
 
 Result<OutputError> measure_output_error(Linear& linear, const float* weight, std::span<const float> bias,
-                                         std::span<const float> input_divisor, std::span<const float> inputs) {
+                                         const LinearRescaling& rescaling, std::span<const float> inputs) {
+  const std::span<const float> input_divisor = rescaling.input_divisor;
+  const std::span<const float> output_scale = rescaling.output_scale;
   const int64_t in = linear.in_features();
   const int64_t out = linear.out_features();
   if (in <= 0 || inputs.size() % static_cast<size_t>(in) != 0)
@@ -22,6 +24,8 @@ Result<OutputError> measure_output_error(Linear& linear, const float* weight, st
     return InvalidArgument(fmt::format("output error: a bias of {} for {} outputs", bias.size(), out));
   if (!input_divisor.empty() && static_cast<int64_t>(input_divisor.size()) != in)
     return InvalidArgument(fmt::format("output error: {} input divisors for {} inputs", input_divisor.size(), in));
+  if (!output_scale.empty() && static_cast<int64_t>(output_scale.size()) != out)
+    return InvalidArgument(fmt::format("output error: {} output scales for {} outputs", output_scale.size(), out));
   // Rows at a time, so that the products of a wide Linear over many held-out
   // rows need not all be in memory at once.
   constexpr int64_t kRowsAtATime = 256;
@@ -44,8 +48,9 @@ Result<OutputError> measure_output_error(Linear& linear, const float* weight, st
       for (int64_t r = 0; r < n; ++r) {
         double row_lost = 0, row_energy = 0;
         for (int64_t o = 0; o < out; ++o) {
-          const double reference = product[r * out + o];
-          const double d = static_cast<double>(y[r * out + o]) - (bias.empty() ? 0.0f : bias[o]) - reference;
+          const double scale = output_scale.empty() ? 1.0 : output_scale[o];
+          const double reference = scale * product[r * out + o];
+          const double d = scale * (static_cast<double>(y[r * out + o]) - (bias.empty() ? 0.0f : bias[o])) - reference;
           row_lost += d * d;
           row_energy += reference * reference;
         }

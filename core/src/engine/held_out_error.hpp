@@ -36,13 +36,22 @@ struct OutputError {
   double mean_row_relative() const { return rows > 0 ? row_relative_sum / static_cast<double>(rows) : 0.0; }
 };
 
+// How the Linear's inputs and outputs were rescaled (AWQ, SmoothQuant):
+// the quantized Linear reads inputs ./ input_divisor, and its outputs times
+// output_scale are the float model's (a Linear whose rows took the next
+// group's 1/s: up before down). Empty: none.
+struct LinearRescaling {
+  std::span<const float> input_divisor;  // [in]
+  std::span<const float> output_scale;   // [out]
+};
+
 // `linear` run on inputs ./ input_divisor, less `bias`, against the float
-// product (inputs ./ input_divisor)·Wᵀ. weight: [out, in] f32, the values
-// `linear` was quantized from (after any AWQ scaling); bias: [out] or
-// empty; input_divisor: [in] or empty (none); inputs: [rows, in] as the
-// Linear receives them in the float model.
+// product (inputs ./ input_divisor)·Wᵀ, both times output_scale: the error
+// in the float model's outputs. weight: [out, in] f32, the values `linear`
+// was quantized from (after any scaling); bias: [out] or empty; inputs:
+// [rows, in] as the Linear receives them in the float model.
 Result<OutputError> measure_output_error(Linear& linear, const float* weight, std::span<const float> bias,
-                                         std::span<const float> input_divisor, std::span<const float> inputs);
+                                         const LinearRescaling& rescaling, std::span<const float> inputs);
 
 // The same for the Linear `quantizer` makes of `values` ([out, in] f32) for
 // `weight` (its name and shape), without a bias or divisor: quantize(), its

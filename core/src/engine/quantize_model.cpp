@@ -115,7 +115,7 @@ Result<std::vector<std::vector<int32_t>>> text_samples(const std::string& text, 
                                                        int64_t tokens, const Session& session) {
   if (count <= 0 || tokens <= 1) return InvalidArgument(fmt::format("{}: give at least one sample of at least 2 tokens", what));
   if (tokens > session.context_length())
-    return InvalidArgument(fmt::format("samples of {} tokens do not fit the model's context of {}", tokens,
+    return InvalidArgument(fmt::format("{}: samples of {} tokens do not fit the model's context of {}", what, tokens,
                                        session.context_length()));
   const auto& tokenizer = session.tokenizer();
   const std::vector<int32_t> encoded = tokenizer.encode(text, false, /*parse_special=*/false);
@@ -195,7 +195,10 @@ struct LayerScaling {
   std::map<std::string, std::unique_ptr<WeightQuantizer>>* quantizers;
   std::map<std::string, std::vector<float>>* rewritten;  // every layer's, kept for the output
   std::map<std::string, std::vector<float>>* input_divisors;
-  std::map<std::string, std::vector<float>>* member_scales;  // every member's s (--held-out measures with it)
+  // For --held-out: every member's s, and each Linear's whose rows took a
+  // group's 1/s (up, before down), that s.
+  std::map<std::string, std::vector<float>>* member_scales;
+  std::map<std::string, std::vector<float>>* output_scales;
 };
 
 // The inputs' largest channel maximum over the mean channel maximum, each divided by s.
@@ -288,6 +291,7 @@ Status apply_input_scales(const QuantizeJob& job, int layer, const Session& sess
       const auto row_length = static_cast<int64_t>(before.size()) / cols;
       for (int64_t r = 0; r < cols; ++r)
         for (int64_t c = 0; c < row_length; ++c) before[r * row_length + c] /= scale[r];
+      (*out.output_scales)[group.folds_into] = scale;
       if (const TensorRef* bias = targets.find(group.folds_into)->second.bias) {
         std::vector<float>& values = (*out.rewritten)[bias->name];
         if (values.empty()) {
@@ -423,7 +427,8 @@ Status round_embedding_and_head(const QuantizeJob& job, Session& s, CoreModelBui
       return Status(quantized.status().code(), fmt::format("{}: {}", t->name, quantized.status().message()));
     if (quantized->dtype == t->dtype) continue;  // the input's bytes already are this type
     report.rounded.push_back({t->name, std::string(dtype_name(t->dtype)), std::string(dtype_name(quantized->dtype)),
-                              t->shape[0], t->shape[1], quantized->relative_error, quantized->relative_error, 0, {}, {}, {}, {}});
+                              t->shape[0], t->shape[1], quantized->relative_error, quantized->relative_error, 0,
+                              /*held out: not measured*/ {}, {}, {}, {}});
     rounded[t->name] = std::move(quantized).value();
   }
   return Status::Ok();
@@ -781,15 +786,13 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   // none missing, as the model counts them.
   const int32_t separable = s.separable_layers();
   const bool layered = calibrate && job.layer_by_layer && separable > 0 && layers.rbegin()->first < separable;
+  if (measure_held_out && !layered)
+    return InvalidArgument("--held-out needs layer-by-layer calibration, which this model (or the job) does not offer");
   LayerInputs layer_inputs(s, samples);
   if (layered) TESSERA_RETURN_IF_ERROR(layer_inputs.start());
   report.layer_by_layer = layered;
   LayerInputs held_out_inputs(s, held_out_samples);
-  if (measure_held_out) {
-    if (!layered)
-      return InvalidArgument("--held-out needs layer-by-layer calibration, which this model (or the job) does not offer");
-    TESSERA_RETURN_IF_ERROR(held_out_inputs.start());
-  }
+  if (measure_held_out) TESSERA_RETURN_IF_ERROR(held_out_inputs.start());
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
   std::map<std::string, QuantizedWeight> done;  // node-stable: the quantized Linears point into it
@@ -799,7 +802,22 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   std::set<std::string, std::less<>> replaced;  // the input's parts of the weights quantized
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
-    std::map<std::string, std::vector<float>> held_out_rows;  // per weight of the layer: [rows, in]
+    // The held-out rows each weight reads, [rows, in], kept once per input:
+    // the members of a scale group (q/k/v, gate/up) read the same rows, kept
+    // by the group's first member (held_out_source).
+    std::map<std::string, std::vector<float>> held_out_rows;
+    std::map<std::string, std::string> held_out_source;
+    if (measure_held_out) {
+      for (const Target* t : weights) held_out_source[t->weight->name] = t->weight->name;
+      for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(s.file(), layer))) {
+        if (!held_out_source.contains(group.members.front())) continue;
+        for (const std::string& member : group.members)
+          if (held_out_source.contains(member)) held_out_source[member] = group.members.front();
+      }
+    }
+    const auto held_out_rows_of = [&](const std::string& weight) -> const std::vector<float>& {
+      return held_out_rows[held_out_source.at(weight)];
+    };
     std::map<std::string, std::unique_ptr<WeightQuantizer>> quantizers;
     for (Target* t : weights) {
       QuantizeSpec spec = job.spec;
@@ -827,10 +845,13 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         if (target.layer <= layer) target.linear->use_reference();  // a kept weight's layer is reached
       }
       if (measure_held_out) {  // before observing: that starts the statistics AWQ reads
-        for (Target* t : weights) t->linear->capture();
+        const auto keeps_rows = [&](const Target* t) { return held_out_source.at(t->weight->name) == t->weight->name; };
+        for (Target* t : weights)
+          if (keeps_rows(t)) t->linear->capture();
         TESSERA_RETURN_IF_ERROR(held_out_inputs.advance_to(layer));
         TESSERA_RETURN_IF_ERROR(held_out_inputs.observe(layer));
-        for (Target* t : weights) held_out_rows[t->weight->name] = t->linear->take_captured();
+        for (Target* t : weights)
+          if (keeps_rows(t)) held_out_rows[t->weight->name] = t->linear->take_captured();
       }
       for (auto& [name, target] : targets) {
         const auto quantizer = quantizers.find(name);
@@ -861,76 +882,62 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
       original.resize(static_cast<size_t>(t->weight->numel()));
       TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
     }
-    // Rounding to nearest's held-out error, on the weights as they are before any scaling.
+    // Rounding to nearest's held-out error, on the weights as they are
+    // before any scaling: method rtn in the job's format, or for INT8 W8A8
+    // (which rounds each row to nearest; what it calibrates is SmoothQuant's
+    // scales) the int8 quantizer on the unscaled weights.
     std::map<std::string, OutputError> held_out_rounding;
     if (measure_held_out) {
       for (Target* t : weights) {
         const TensorRef& w = *t->weight;
         QuantizeSpec rounding = job.spec;
-        rounding.method = "rtn";
+        if (rounding.method != "int8") rounding.method = "rtn";
         rounding.act_order = false;
         rounding.search_clipping = false;
         auto q = weight_quantizer(s.quantizers(), rounding, w.shape[0], w.shape[1], w.name);
-        if (!q.ok()) continue;  // the format has no rounding of its own (INT8 W8A8 is one already)
-        auto error = measure_quantized_output_error(builder, w, **q, originals[w.name].data(), held_out_rows[w.name],
+        if (!q.ok()) return q.status();
+        auto error = measure_quantized_output_error(builder, w, **q, originals[w.name].data(), held_out_rows_of(w.name),
                                                     !writes_checkpoint_tensors(job));
         if (!error.ok()) return error.status();
         held_out_rounding[w.name] = *error;
       }
     }
     std::map<std::string, std::vector<float>> input_divisors;
-    std::map<std::string, std::vector<float>> member_scales;
+    std::map<std::string, std::vector<float>> member_scales, output_scales;
     if (job.spec.method == "awq" || smoothing) {
-      TESSERA_RETURN_IF_ERROR(apply_input_scales(
-          job, layer, s, builder, targets, {&originals, &quantizers, &rewritten, &input_divisors, &member_scales},
-          report));
+      TESSERA_RETURN_IF_ERROR(apply_input_scales(job, layer, s, builder, targets,
+                                               {&originals, &quantizers, &rewritten, &input_divisors, &member_scales,
+                                                &output_scales},
+                                               report));
     }
     for (Target* t : weights) {
       const TensorRef& w = *t->weight;
       const std::vector<float>& original = originals[w.name];
-      auto quantized = quantizers[w.name]->quantize(original.data());
-      if (!quantized.ok())
-        return Status(quantized.status().code(), fmt::format("{}: {}", w.name, quantized.status().message()));
-      const uint64_t expected = dtype_row_bytes(quantized->dtype, static_cast<uint64_t>(w.shape[1])) *
-                                static_cast<uint64_t>(w.shape[0]);
-      if (quantized->data.size() != expected)
-        return Internal(fmt::format("{}: the quant plugin wrote {} bytes for a {} weight of {}x{}, not {}", w.name,
-                                    quantized->data.size(), dtype_name(quantized->dtype), w.shape[0], w.shape[1],
-                                    expected));
-      QuantizedWeight& kept = done[w.name] = std::move(quantized).value();
-      std::vector<const TensorRef*> kept_parts;
-      if (provides(*quantizers[w.name], 4)) {
-        auto made = quantizers[w.name]->parts();
-        if (!made.ok()) return Status(made.status().code(), fmt::format("{}: {}", w.name, made.status().message()));
-        std::vector<TensorRef>& views = part_views[w.name];
-        for (QuantizedPart& part : parts[w.name] = std::move(made).value()) {
-          TESSERA_RETURN_IF_ERROR(check_part(w.name, part));
-          report.quantized_bytes += part.data.size();
-          views.push_back(part_view(w.name, part));
-        }
-        // GPTQ checkpoint tensors stand in for the weight in the file; the
-        // blocks run alone.
-        if (!writes_checkpoint_tensors(job)) for (const TensorRef& view : views) kept_parts.push_back(&view);
-      }
-      if (writes_checkpoint_tensors(job) && parts[w.name].empty())
-        return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
-      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
-                                w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
-                                t->linear->observed_rows(), {}, {}, {}, {}});
-      report.quantized_elements += static_cast<uint64_t>(w.numel());
-      if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
-
-      const TensorRef stored = quantized_view(w, kept);
       std::optional<TensorRef> rescaled_bias;
       if (t->bias != nullptr) {
         if (const auto b = rewritten.find(t->bias->name); b != rewritten.end()) rescaled_bias = f32_view(*t->bias, b->second);
       }
-      auto linear = builder.make_linear(stored, kept_parts, rescaled_bias ? &*rescaled_bias : t->bias);
-      if (!linear.ok()) return linear.status();
+      auto made = quantize_to_linear(builder, w, *quantizers[w.name], original.data(), !writes_checkpoint_tensors(job),
+                                     rescaled_bias ? &*rescaled_bias : t->bias);
+      if (!made.ok()) return made.status();
+      // The Linear reads these where they are: moved, the buffers stay.
+      const QuantizedWeight& kept = done[w.name] = std::move(made->weight);
+      parts[w.name] = std::move(made->parts);
+      part_views[w.name] = std::move(made->part_views);
+      for (const QuantizedPart& part : parts[w.name]) report.quantized_bytes += part.data.size();
+      if (writes_checkpoint_tensors(job) && parts[w.name].empty())
+        return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
+      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
+                                w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
+                                t->linear->observed_rows(), /*held out: below*/ {}, {}, {}, {}});
+      report.quantized_elements += static_cast<uint64_t>(w.numel());
+      if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
+      std::unique_ptr<Linear>& linear = made->linear;
       if (measure_held_out) {
         // Against the float Linear the quantized one stands for: the
-        // weights as AWQ or SmoothQuant scaled them, run on inputs divided
-        // by their scales (which is the float model's product again).
+        // weights as AWQ or SmoothQuant scaled them, on inputs divided by
+        // their scales, and the outputs of a Linear whose rows were divided
+        // (up) multiplied back: the float model's products again.
         std::vector<float> bias;
         if (t->bias != nullptr) {
           if (rescaled_bias) {
@@ -940,10 +947,10 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
             TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->bias, bias.data()));
           }
         }
-        const auto scales = member_scales.find(w.name);
-        auto error = measure_output_error(**linear, original.data(), bias,
-                                          scales == member_scales.end() ? std::span<const float>() : scales->second,
-                                          held_out_rows[w.name]);
+        LinearRescaling rescaling;
+        if (const auto in = member_scales.find(w.name); in != member_scales.end()) rescaling.input_divisor = in->second;
+        if (const auto out = output_scales.find(w.name); out != output_scales.end()) rescaling.output_scale = out->second;
+        auto error = measure_output_error(*linear, original.data(), bias, rescaling, held_out_rows_of(w.name));
         if (!error.ok()) return Status(error.status().code(), fmt::format("{}: {}", w.name, error.status().message()));
         QuantizedWeightReport& reported = report.weights.back();
         reported.held_out_error = error->relative();
@@ -952,9 +959,8 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
           reported.held_out_rounding_error = r->second.relative();
           reported.held_out_rounding_token_error = r->second.mean_row_relative();
         }
-        std::vector<float>().swap(held_out_rows[w.name]);
       }
-      t->linear->use_quantized(std::move(linear).value(), std::move(input_divisors[w.name]));
+      t->linear->use_quantized(std::move(linear), std::move(input_divisors[w.name]));
     }
     ++layers_done;
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});

@@ -47,12 +47,19 @@ TensorRef quantized_view(const TensorRef& weight, const QuantizedWeight& quantiz
 }
 
 Result<QuantizedLinear> quantize_to_linear(CoreModelBuilder& builder, const TensorRef& weight,
-                                           WeightQuantizer& quantizer, const float* values, bool run_parts) {
+                                           WeightQuantizer& quantizer, const float* values, bool run_parts,
+                                           const TensorRef* bias) {
   const auto failed = [&](const Status& status) {
     return Status(status.code(), fmt::format("{}: {}", weight.name, status.message()));
   };
   auto quantized = quantizer.quantize(values);
   if (!quantized.ok()) return failed(quantized.status());
+  const uint64_t expected = dtype_row_bytes(quantized->dtype, static_cast<uint64_t>(weight.shape[1])) *
+                            static_cast<uint64_t>(weight.shape[0]);
+  if (quantized->data.size() != expected)
+    return Internal(fmt::format("{}: the quant plugin wrote {} bytes for a {} weight of {}x{}, not {}", weight.name,
+                                quantized->data.size(), dtype_name(quantized->dtype), weight.shape[0],
+                                weight.shape[1], expected));
   QuantizedLinear made;
   made.weight = std::move(quantized).value();
   if (provides(quantizer, 4)) {
@@ -67,7 +74,7 @@ Result<QuantizedLinear> quantize_to_linear(CoreModelBuilder& builder, const Tens
   std::vector<const TensorRef*> part_refs;
   if (run_parts)
     for (const TensorRef& view : made.part_views) part_refs.push_back(&view);
-  auto linear = builder.make_linear(quantized_view(weight, made.weight), part_refs, nullptr);
+  auto linear = builder.make_linear(quantized_view(weight, made.weight), part_refs, bias);
   if (!linear.ok()) return failed(linear.status());
   made.linear = std::move(linear).value();
   return made;

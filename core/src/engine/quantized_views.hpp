@@ -37,10 +37,12 @@ struct QuantizedLinear {
 };
 
 // `quantizer`'s quantize() of `values` ([out, in] f32) for `weight` (its
-// name and shape), its parts, and the builder's make_linear without a bias;
-// errors name the weight. run_parts false: the parts stand in for the
-// weight in a file (GPTQ checkpoint tensors) and the blocks run alone.
+// name and shape), checked to fill the shape in its type, its parts
+// (check_part), and the builder's make_linear with `bias` (or none); errors
+// name the weight. run_parts false: the parts stand in for the weight in a
+// file (GPTQ checkpoint tensors) and the blocks run alone.
 Result<QuantizedLinear> quantize_to_linear(CoreModelBuilder& builder, const TensorRef& weight,
-                                           WeightQuantizer& quantizer, const float* values, bool run_parts = true);
+                                           WeightQuantizer& quantizer, const float* values, bool run_parts = true,
+                                           const TensorRef* bias = nullptr);
 
 }  // namespace tessera
