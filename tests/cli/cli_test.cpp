@@ -559,31 +559,39 @@ TEST(Cli, QuantizeInt8SearchesTheSmoothingAlpha) {
 }
 
 // --held-out: the summary sets a method's gain on a second text beside its
-// gain on the calibration text, per kind of weight; an empty held-out file
-// is a usage error. AWQ without scales or clipping (--awq-grid 1
-// --awq-no-clip) writes rounding's bytes, so its held-out error is
-// rounding's exactly, and the search costs nothing (this runs under ASan
-// too); GPTQ's figures are tested in tests/integration/quantize_test.cpp.
+// gain on the calibration text, per kind of weight. AWQ without scales or
+// clipping (--awq-grid 1 --awq-no-clip) writes rounding's bytes, so its
+// held-out error is rounding's exactly; GPTQ's and AWQ's figures are tested
+// in tests/integration/quantize_test.cpp. Not under ASan: there this one
+// run took 549 s of a CI's sanitizer stage (Eigen's products with H,
+// instrumented), where it passed (CI of 7974087).
 TEST(Cli, QuantizeReportsTheHeldOutError) {
   SKIP_WITHOUT_MODEL();
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "a calibrated quantize run with --held-out takes about 9 minutes under ASan; the release suite runs it";
+#endif
   std::string text, other;
   for (int i = 0; i < 40; ++i) text += "The quick brown fox jumps over the lazy dog, and the dog sleeps on. ";
   for (int i = 0; i < 40; ++i) other += "int main(void) { return printf(\"%d\\n\", 42); } prints a number. ";
   const fs::path calibration = write_file("held_out_calibration.txt", text);
   const fs::path held_out = write_file("held_out_text.txt", other);
-  const fs::path empty = write_file("held_out_empty.txt", "");
   const fs::path out = write_file("awq_held_out.gguf", "");
-  const std::string command = kCli + " quantize " + kModel.string() + " " + out.string() +
-                              " --method awq --awq-grid 1 --awq-no-clip --format q4_0 --calibration " +
-                              calibration.string() +
-                              " --samples 1 --sample-tokens 16 --force --threads 2 --held-out-samples 1 --held-out ";
-  const auto r = run_command(command + held_out.string());
+  const auto r = run_command(kCli + " quantize " + kModel.string() + " " + out.string() +
+                             " --method awq --awq-grid 1 --awq-no-clip --format q4_0 --calibration " +
+                             calibration.string() + " --samples 1 --sample-tokens 16 --force --threads 2" +
+                             " --held-out-samples 1 --held-out " + held_out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("on the held-out text (16 tokens): 1.000x rounding's output error, 1.000 token by token"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("ffn_down.weight      1.000 / 1.000 / 1.000"), std::string::npos) << r.out;
-  expect_one_clear_error(run_command(command + empty.string()), 2, "--held-out: the file is empty");
+}
+
+// --held-out's usage errors come before any model is read.
+TEST(Cli, QuantizeRefusesABadHeldOutText) {
+  const fs::path empty = write_file("held_out_empty.txt", "");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --held-out " + empty.string()), 2,
+                         "--held-out: the file is empty");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --held-out-samples 4"), 2,
                          "--held-out-samples needs --held-out TEXT");
 }
