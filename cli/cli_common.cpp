@@ -62,8 +62,13 @@ Result<std::vector<PipelineOverride>> shared_overrides(const cxxopts::ParseResul
       out.push_back(std::move(o).value());
     }
   }
-  if (args.count("threads")) out.push_back({"run", "threads", std::to_string(args["threads"].as<int32_t>())});
+  for (PipelineOverride& o : threads_override(args)) out.push_back(std::move(o));
   return out;
+}
+
+std::vector<PipelineOverride> threads_override(const cxxopts::ParseResult& args) {
+  if (!args.count("threads")) return {};
+  return {{"run", "threads", std::to_string(args["threads"].as<int32_t>())}};
 }
 
 Result<int32_t> max_batch_tokens(const cxxopts::ParseResult& args) {

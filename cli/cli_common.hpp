@@ -48,6 +48,10 @@ void add_shared_options(cxxopts::Options& options, unsigned which);
 // [run] threads. Both are validated by load_pipeline like the file.
 Result<std::vector<PipelineOverride>> shared_overrides(const cxxopts::ParseResult& args);
 
+// --threads alone, as [run] threads (none without it): for a second pipeline
+// that should run like the first but take none of its --set edits.
+std::vector<PipelineOverride> threads_override(const cxxopts::ParseResult& args);
+
 // --max-batch-tokens; below 1 is refused (a step that may take no token never
 // finishes a batch).
 Result<int32_t> max_batch_tokens(const cxxopts::ParseResult& args);

@@ -1,4 +1,5 @@
-// tessera perplexity PIPELINE --text FILE [--ctx N] [--chunks N] [--threads N] [--set k=v]... [--json]
+// tessera perplexity PIPELINE --text FILE [--ctx N] [--chunks N] [--reference PIPELINE] [--threads N] [--set k=v]...
+//                    [--json]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -19,7 +20,11 @@ int cmd_perplexity(int argc, char** argv) {
   options.add_options()("pipeline", "pipeline file (TOML)", cxxopts::value<std::string>())(
       "text", "text file to score", cxxopts::value<std::string>())("ctx", "window length in tokens",
                                                                    cxxopts::value<int64_t>()->default_value("512"))(
-      "chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"));
+      "chunks", "score at most this many windows (0: all)", cxxopts::value<int64_t>()->default_value("0"))(
+      "reference",
+      "a second pipeline (the float model a quantized file came from) scored on the same windows: report the KL "
+      "divergence from its next-token distributions, the paired perplexity ratio and how often the top tokens agree",
+      cxxopts::value<std::string>());
   add_shared_options(options, kSetOption | kThreadsOption | kJsonOption);
   options.parse_positional({"pipeline"});
   cxxopts::ParseResult args;
@@ -41,17 +46,28 @@ int cmd_perplexity(int argc, char** argv) {
   if (!pipeline.ok()) return report(pipeline.status());
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
+  // The reference takes --threads, so that both models run alike, but not
+  // --set: `--set model.path=Q.gguf` names the model under test alone.
+  std::unique_ptr<Session> reference;
+  if (args.count("reference")) {
+    auto reference_pipeline = load_pipeline(args["reference"].as<std::string>(), threads_override(args), registry);
+    if (!reference_pipeline.ok()) return report(reference_pipeline.status());
+    auto opened = Session::open(*reference_pipeline, registry);
+    if (!opened.ok()) return report(opened.status());
+    reference = std::move(*opened);
+  }
 
   const bool quiet = args.count("quiet") > 0;
-  auto result =
-      compute_perplexity(**session, *text, args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
-                         [&](int64_t done, int64_t total, double running) {
-                           if (quiet) return;
-                           const int width = 30;
-                           const int filled = static_cast<int>(width * done / total);
-                           fmt::print(stderr, "\r[{}{}] {}/{} windows, ppl so far {:.4f}", std::string(filled, '#'),
-                                      std::string(width - filled, '.'), done, total, running);
-                         });
+  auto result = compute_perplexity(
+      **session, *text, args["ctx"].as<int64_t>(), args["chunks"].as<int64_t>(),
+      [&](int64_t done, int64_t total, double running) {
+        if (quiet) return;
+        const int width = 30;
+        const int filled = static_cast<int>(width * done / total);
+        fmt::print(stderr, "\r[{}{}] {}/{} windows, ppl so far {:.4f}", std::string(filled, '#'),
+                   std::string(width - filled, '.'), done, total, running);
+      },
+      reference.get());
   if (!quiet) fmt::print(stderr, "\n");
   if (!result.ok()) return report(result.status());
   if (args.count("json")) {
@@ -59,6 +75,15 @@ int cmd_perplexity(int argc, char** argv) {
   } else {
     fmt::print("ppl = {:.4f} +/- {:.4f} over {} scored tokens ({} windows of {}, text of {} tokens)\n", result->ppl,
                result->ppl_uncertainty, result->scored_tokens, result->windows, result->ctx, result->text_tokens);
+    if (const auto& c = result->against_reference) {
+      fmt::print("reference ppl = {:.4f} +/- {:.4f}; ppl / reference ppl = {:.5f} +/- {:.5f} (paired)\n",
+                 c->reference_ppl, c->reference_ppl_uncertainty, c->ppl_ratio, c->ppl_ratio_uncertainty);
+      fmt::print(
+          "KL divergence from the reference = {:.6f} +/- {:.6f} nats a token (median {:.6f}, 99th percentile "
+          "{:.6f}, max {:.6f}); same top token {:.2f}%\n",
+          c->mean_kl_divergence, c->kl_divergence_uncertainty, c->median_kl_divergence, c->p99_kl_divergence,
+          c->max_kl_divergence, 100.0 * c->same_top_token);
+    }
   }
   return kExitOk;
 }

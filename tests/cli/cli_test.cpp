@@ -341,6 +341,48 @@ TEST(Cli, RunTakesThreads) {
   EXPECT_EQ(nlohmann::json::parse(slurp(m))["threads"], 1);
 }
 
+// --reference: a model scored against itself diverges nowhere, in both the
+// text and the JSON report; a reference that cannot be read is one clear error.
+TEST(Cli, PerplexityAgainstAReference) {
+  SKIP_WITHOUT_MODEL();
+  std::string passage;
+  for (int i = 0; i < 20; ++i)
+    passage += "In the beginning God created the heaven and the earth. And the earth was without form, and void. ";
+  const auto text = write_file("reference.txt", passage);
+  const std::string common =
+      kCli + " perplexity " + kQuickstart + " -q --threads 1 --ctx 64 --chunks 2 --text " + text.string();
+  auto r = run_command(common + " --reference " + kQuickstart + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(report.contains("against_reference")) << r.out;
+  const auto& c = report["against_reference"];
+  EXPECT_EQ(c["mean_kl_divergence"].get<double>(), 0.0);
+  EXPECT_EQ(c["max_kl_divergence"].get<double>(), 0.0);
+  EXPECT_EQ(c["ppl_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(c["same_top_token"].get<double>(), 1.0);
+  EXPECT_EQ(c["reference_ppl"].get<double>(), report["ppl"].get<double>());
+  EXPECT_EQ(report["scored_tokens"], 2 * (64 / 2 - 1));
+
+  r = run_command(common + " --reference " + kQuickstart);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ppl / reference ppl = 1.00000 +/- 0.00000 (paired)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KL divergence from the reference = 0.000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("same top token 100.00%"), std::string::npos) << r.out;
+
+  // --set edits the pipeline under test, not the reference (`--set
+  // model.path=Q.gguf` must not score Q against itself): a reference whose
+  // context is shorter than the windows stays so.
+  const auto short_reference =
+      write_file("short_reference.toml", "[model]\npath = \"" + kModel.string() +
+                                             "\"\n[kvcache]\nplugin = \"contiguous\"\n[attention]\nplugin = "
+                                             "\"paged\"\n[decoding]\nplugin = \"greedy\"\n[run]\ncontext = 32\n");
+  expect_one_clear_error(run_command(common + " --set run.context=64 --reference " + short_reference.string()), 2,
+                         "--ctx 64 exceeds the reference model's context of 32");
+
+  const auto missing = (scratch_dir() / "no-such-reference.toml").string();
+  expect_one_clear_error(run_command(common + " --reference " + missing), 2, "no-such-reference.toml");
+}
+
 // Item 5: a step that may take no token never finishes a batch.
 TEST(Cli, MaxBatchTokensBelowOneIsAnError) {
   const auto p = write_file("batch.toml", fixture_pipeline("[run]\nprompts = [\"a\", \"b\"]\n"));
