@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "cxxopts_include.hpp"
@@ -44,16 +45,26 @@ int cmd_perplexity(int argc, char** argv) {
   PluginRegistry registry;
   auto pipeline = load_pipeline(args["pipeline"].as<std::string>(), *overrides, registry);
   if (!pipeline.ok()) return report(pipeline.status());
+  // The reference takes --threads, so that both models run alike, but not
+  // --set: `--set model.path=Q.gguf` names the model under test alone. Both
+  // files are read before either model loads, so that a mistake in the
+  // second costs no wait.
+  std::optional<Pipeline> reference_pipeline;
+  const std::string reference_path = args.count("reference") ? args["reference"].as<std::string>() : "";
+  const auto about_reference = [&](const Status& s) {
+    return Status(s.code(), fmt::format("--reference {}: {}", reference_path, s.message()));
+  };
+  if (!reference_path.empty()) {
+    auto loaded = load_pipeline(reference_path, threads_override(args), registry);
+    if (!loaded.ok()) return report(about_reference(loaded.status()));
+    reference_pipeline = std::move(*loaded);
+  }
   auto session = Session::open(*pipeline, registry);
   if (!session.ok()) return report(session.status());
-  // The reference takes --threads, so that both models run alike, but not
-  // --set: `--set model.path=Q.gguf` names the model under test alone.
   std::unique_ptr<Session> reference;
-  if (args.count("reference")) {
-    auto reference_pipeline = load_pipeline(args["reference"].as<std::string>(), threads_override(args), registry);
-    if (!reference_pipeline.ok()) return report(reference_pipeline.status());
+  if (reference_pipeline) {
     auto opened = Session::open(*reference_pipeline, registry);
-    if (!opened.ok()) return report(opened.status());
+    if (!opened.ok()) return report(about_reference(opened.status()));
     reference = std::move(*opened);
   }
 

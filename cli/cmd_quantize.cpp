@@ -135,7 +135,7 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
                "calibration / held out / held out token by token:\n",
                r.held_out_tokens, *held_out, shown(r.mean_held_out_token_gain_over_rounding()));
     for (const auto& k : r.gains_by_kind())
-      fmt::print("    {:<20} {} / {} / {}\n", k.kind, shown(k.calibration), shown(k.held_out), shown(k.held_out_tokens));
+      fmt::print("    {:<20} {:.3f} / {} / {}\n", k.kind, k.calibration, shown(k.held_out), shown(k.held_out_tokens));
   }
   if (!r.scale_groups.empty() && r.method == "int8") {
     double before = 0, after = 0;

@@ -363,6 +363,16 @@ TEST(Cli, PerplexityAgainstAReference) {
   EXPECT_EQ(c["reference_ppl"].get<double>(), report["ppl"].get<double>());
   EXPECT_EQ(report["scored_tokens"], 2 * (64 / 2 - 1));
 
+  // Against the same weights with exact f32 activations (pipelines/exact.toml):
+  // close, but not the same distributions, and scored by the other pipeline.
+  const std::string exact = (fs::path(TESSERA_SOURCE_DIR) / "pipelines" / "exact.toml").string();
+  r = run_command(common + " --reference " + exact + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto against_exact = nlohmann::json::parse(r.out)["against_reference"];
+  EXPECT_GT(against_exact["mean_kl_divergence"].get<double>(), 0.0);
+  EXPECT_LT(against_exact["mean_kl_divergence"].get<double>(), 0.01);
+  EXPECT_NE(against_exact["reference_ppl"].get<double>(), report["ppl"].get<double>());
+
   r = run_command(common + " --reference " + kQuickstart);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ppl / reference ppl = 1.00000 +/- 0.00000 (paired)"), std::string::npos) << r.out;
@@ -380,7 +390,7 @@ TEST(Cli, PerplexityAgainstAReference) {
                          "--ctx 64 exceeds the reference model's context of 32");
 
   const auto missing = (scratch_dir() / "no-such-reference.toml").string();
-  expect_one_clear_error(run_command(common + " --reference " + missing), 2, "no-such-reference.toml");
+  expect_one_clear_error(run_command(common + " --reference " + missing), 2, "--reference " + missing + ": ");
 }
 
 // Item 5: a step that may take no token never finishes a batch.

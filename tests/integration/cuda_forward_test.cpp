@@ -113,7 +113,8 @@ TEST_F(CudaForward, PerplexityIsTheCpuPathsWithinHalfAPercent) {
     TESSERA_RETURN_IF_ERROR(gpu_->all_logits(tokens, logits));
     return logits;
   };
-  auto gpu = compute_perplexity(session_->tokenizer(), gpu_->max_context(), gpu_->vocab(), on_gpu, text, 512, 2);
+  auto gpu = compute_perplexity(WindowModel{session_->tokenizer(), gpu_->max_context(), gpu_->vocab(), on_gpu}, text,
+                                512, 2);
   ASSERT_TRUE(gpu.ok()) << gpu.status().message();
   auto cpu = compute_perplexity(*session_, text, 512, 2);
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();

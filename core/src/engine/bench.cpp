@@ -10,6 +10,7 @@
 #include "backend/cpu/huge_pages.hpp"
 #include "backend/cpu/omp_wait.hpp"
 #include "backend/cpu/read_bandwidth.hpp"
+#include "engine/sample_statistics.hpp"
 #include "engine/scheduler.hpp"
 #include "tessera/argmax.hpp"
 
@@ -205,17 +206,6 @@ Result<BenchReport> run_bench(Session& session, const BenchConfig& config,
 #include "engine/scheduler.hpp"
 
 namespace tessera {
-
-namespace {
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(rank));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
-}  // namespace
 
 nlohmann::json BatchBenchReport::to_json() const {
   return {{"requests", config.requests},

@@ -4,66 +4,98 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "engine/sample_statistics.hpp"
+#include "tessera/argmax.hpp"
 
 namespace tessera {
 namespace {
 
-// log Σ_v exp(row[v]), in double so that a 150k-token vocabulary loses nothing.
-double log_sum_exp(const float* row, size_t vocab) {
-  const float max = *std::max_element(row, row + vocab);
+// What one scored position contributes. The reference's fields stay unset
+// without a reference.
+struct PositionScore {
+  double nll = 0;
+  double reference_nll = 0;
+  double kl_divergence = 0;
+  bool same_top = false;
+};
+
+// log Σ_v exp(row[v]), in double so that a 150k-token vocabulary loses
+// nothing; `exps`, when given, receives exp(row[v] - max) for reuse.
+double log_sum_exp(std::span<const float> row, double* exps = nullptr) {
+  const float max = *std::max_element(row.begin(), row.end());
   double z = 0;
-  for (size_t v = 0; v < vocab; ++v) z += std::exp(static_cast<double>(row[v]) - max);
+  for (size_t v = 0; v < row.size(); ++v) {
+    const double e = std::exp(static_cast<double>(row[v]) - max);
+    if (exps) exps[v] = e;
+    z += e;
+  }
   return std::log(z) + max;
 }
 
-size_t argmax(const float* row, size_t vocab) { return static_cast<size_t>(std::max_element(row, row + vocab) - row); }
-
-// KL(p ‖ q) of the softmaxes of two logit rows, given each row's log Σ exp.
-double kl_divergence(const float* p_logits, double p_lse, const float* q_logits, double q_lse, size_t vocab) {
+// KL(p ‖ q) = Σ_v p(v) (log p(v) - log q(v)) of the softmaxes of two logit
+// rows, given p's unnormalized exps and both rows' log Σ exp. Tokens that p
+// rules out (a -inf logit) add nothing; one that q rules out and p does not
+// makes it +inf, as it is.
+double kl_divergence(std::span<const float> p_row, const double* p_exps, double p_lse, std::span<const float> q_row,
+                     double q_lse) {
+  const double p_scale = std::exp(static_cast<double>(*std::max_element(p_row.begin(), p_row.end())) - p_lse);
   double kl = 0;
-  for (size_t v = 0; v < vocab; ++v) {
-    const double log_p = p_logits[v] - p_lse;
-    kl += std::exp(log_p) * (log_p - (q_logits[v] - q_lse));
+  for (size_t v = 0; v < p_row.size(); ++v) {
+    const double p = p_exps[v] * p_scale;
+    if (p == 0) continue;
+    kl += p * ((p_row[v] - p_lse) - (q_row[v] - q_lse));
   }
-  return std::max(0.0, kl);  // rounding can leave -1e-17 where the rows are equal
+  return std::max(0.0, kl);  // rounding leaves -1e-17 where the rows are nearly equal
 }
 
-// A sample's mean and the standard error of that mean.
-class MeanEstimate {
- public:
-  void add(double x) {
-    sum_ += x;
-    sum_sq_ += x * x;
-    ++n_;
-  }
-  double mean() const { return n_ ? sum_ / static_cast<double>(n_) : 0.0; }
-  double standard_error() const {
-    if (n_ < 2) return 0.0;
-    const auto n = static_cast<double>(n_);
-    const double variance = std::max(0.0, sum_sq_ / n - mean() * mean());
-    return std::sqrt(variance / (n - 1));
-  }
-
- private:
-  double sum_ = 0, sum_sq_ = 0;
-  int64_t n_ = 0;
-};
-
-// The value below which `share` of the (unsorted, non-empty) sample lies.
-double percentile(std::vector<double> sample, double share) {
-  const auto k = static_cast<size_t>(share * static_cast<double>(sample.size() - 1) + 0.5);
-  std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(k), sample.end());
-  return sample[k];
-}
-
-Result<std::vector<float>> checked_logits(const WindowScorer& score, std::span<const int32_t> window, size_t vocab,
-                                          const char* which) {
-  auto logits = score(window);
+Result<std::vector<float>> window_logits(const WindowModel& model, std::span<const int32_t> window, const char* which) {
+  auto logits = model.score(window);
   if (!logits.ok()) return logits.status();
-  if (logits->size() != window.size() * vocab)
+  if (logits->size() != window.size() * static_cast<size_t>(model.vocab_size))
     return Internal(fmt::format("perplexity: the {} gave {} logits for {} tokens of a vocabulary of {}", which,
-                                logits->size(), window.size(), vocab));
+                                logits->size(), window.size(), model.vocab_size));
   return logits;
+}
+
+// Scores positions [first, ctx - 1) of one window, each predicting the token
+// after it, in parallel: every position's figures land in its own slot.
+Status score_positions(std::span<const int32_t> window, int64_t first, size_t vocab, const std::vector<float>& logits,
+                       const std::vector<float>* reference_logits, std::vector<PositionScore>& out) {
+  const auto ctx = static_cast<int64_t>(window.size());
+  out.assign(static_cast<size_t>(ctx - 1 - first), {});
+  for (int64_t j = first; j < ctx - 1; ++j)
+    if (static_cast<size_t>(window[static_cast<size_t>(j + 1)]) >= vocab)
+      return InvalidArgument(fmt::format("perplexity: token {} is outside the model's {} logits",
+                                         window[static_cast<size_t>(j + 1)], vocab));
+  Status failure = Status::Ok();
+#pragma omp parallel
+  {
+    std::vector<double> exps(reference_logits ? vocab : 0);
+#pragma omp for schedule(static)
+    for (int64_t j = first; j < ctx - 1; ++j) {
+      PositionScore& s = out[static_cast<size_t>(j - first)];
+      const auto target = static_cast<size_t>(window[static_cast<size_t>(j + 1)]);
+      const std::span<const float> row(logits.data() + static_cast<size_t>(j) * vocab, vocab);
+      const double lse = log_sum_exp(row);
+      s.nll = lse - row[target];
+      if (!reference_logits) continue;
+      const std::span<const float> reference_row(reference_logits->data() + static_cast<size_t>(j) * vocab, vocab);
+      const double reference_lse = log_sum_exp(reference_row, exps.data());
+      s.reference_nll = reference_lse - reference_row[target];
+      s.kl_divergence = kl_divergence(reference_row, exps.data(), reference_lse, row, lse);
+      const auto top = argmax_token(row);
+      const auto reference_top = argmax_token(reference_row);
+      if (!top.ok() || !reference_top.ok()) {
+#pragma omp critical(perplexity_failure)
+        failure = !top.ok() ? top.status() : reference_top.status();
+        continue;
+      }
+      s.same_top = *top == *reference_top;
+    }
+  }
+  return failure;
 }
 
 }  // namespace
@@ -89,40 +121,40 @@ nlohmann::json PerplexityReport::to_json() const {
   return j;
 }
 
-Result<PerplexityReport> compute_perplexity(Session& session, std::string_view text, int64_t ctx, int64_t max_windows,
-                                            const std::function<void(int64_t, int64_t, double)>& progress,
-                                            Session* reference) {
-  const WindowScorer score = [&session](std::span<const int32_t> tokens) { return session.score(tokens); };
-  WindowScorer reference_score;
-  if (reference) {
-    if (reference->vocab_size() != session.vocab_size())
-      return InvalidArgument(fmt::format("perplexity: the reference model's vocabulary has {} tokens, the model's {}",
-                                         reference->vocab_size(), session.vocab_size()));
-    if (ctx > reference->context_length())
-      return InvalidArgument(
-          fmt::format("--ctx {} exceeds the reference model's context of {}", ctx, reference->context_length()));
-    const tok::Tokenizer& ours = session.tokenizer();
-    const tok::Tokenizer& theirs = reference->tokenizer();
-    if (theirs.bos_id() != ours.bos_id() || theirs.add_bos() != ours.add_bos() ||
-        theirs.encode(text, std::nullopt, false) != ours.encode(text, std::nullopt, false))
-      return InvalidArgument("perplexity: the reference model tokenizes the text differently from the model");
-    reference_score = [reference](std::span<const int32_t> tokens) { return reference->score(tokens); };
-  }
-  return compute_perplexity(session.tokenizer(), session.context_length(), session.vocab_size(), score, text, ctx,
-                            max_windows, progress, reference_score);
+WindowModel window_model(Session& session) {
+  return {session.tokenizer(), session.context_length(), session.vocab_size(),
+          [&session](std::span<const int32_t> tokens) { return session.score(tokens); }};
 }
 
-Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab_size,
-                                            const WindowScorer& score, std::string_view text, int64_t ctx,
-                                            int64_t max_windows,
-                                            const std::function<void(int64_t, int64_t, double)>& progress,
-                                            const WindowScorer& reference) {
+Result<PerplexityReport> compute_perplexity(Session& session, std::string_view text, int64_t ctx, int64_t max_windows,
+                                            const PerplexityProgress& progress, Session* reference) {
+  if (!reference) return compute_perplexity(window_model(session), text, ctx, max_windows, progress);
+  const WindowModel reference_model = window_model(*reference);
+  return compute_perplexity(window_model(session), text, ctx, max_windows, progress, &reference_model);
+}
+
+Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::string_view text, int64_t ctx,
+                                            int64_t max_windows, const PerplexityProgress& progress,
+                                            const WindowModel* reference) {
   if (ctx < 4) return InvalidArgument(fmt::format("--ctx {} is too small (at least 4)", ctx));
-  if (vocab_size <= 0) return InvalidArgument("perplexity: the model has no vocabulary");
-  if (ctx > context_length)
-    return InvalidArgument(fmt::format("--ctx {} exceeds the model's context of {}", ctx, context_length));
+  if (model.vocab_size <= 0) return InvalidArgument("perplexity: the model has no vocabulary");
+  if (ctx > model.context_length)
+    return InvalidArgument(fmt::format("--ctx {} exceeds the model's context of {}", ctx, model.context_length));
+  const tok::Tokenizer& tokenizer = model.tokenizer;
   const std::vector<int32_t> tokens = tokenizer.encode(text, std::nullopt, /*parse_special=*/false);
   const bool add_bos = tokenizer.add_bos() && tokenizer.bos_id() >= 0;
+  if (reference) {
+    if (reference->vocab_size != model.vocab_size)
+      return InvalidArgument(fmt::format("perplexity: the reference model's vocabulary has {} tokens, the model's {}",
+                                         reference->vocab_size, model.vocab_size));
+    if (ctx > reference->context_length)
+      return InvalidArgument(
+          fmt::format("--ctx {} exceeds the reference model's context of {}", ctx, reference->context_length));
+    const tok::Tokenizer& theirs = reference->tokenizer;
+    if (&theirs != &tokenizer && (theirs.bos_id() != tokenizer.bos_id() || theirs.add_bos() != tokenizer.add_bos() ||
+                                  theirs.encode(text, std::nullopt, false) != tokens))
+      return InvalidArgument("perplexity: the reference model tokenizes the text differently from the model");
+  }
 
   PerplexityReport r;
   r.ctx = ctx;
@@ -132,41 +164,35 @@ Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int
   if (r.windows == 0)
     return InvalidArgument(fmt::format("the text has {} tokens, fewer than one window of {}", tokens.size(), ctx));
 
-  const auto vocab = static_cast<size_t>(vocab_size);
-  const int64_t first = ctx / 2;
+  const auto vocab = static_cast<size_t>(model.vocab_size);
   MeanEstimate nll, reference_nll, nll_over_reference, kl;
   std::vector<double> kl_values;  // per scored position, for the percentiles
   int64_t same_top = 0;
   std::vector<int32_t> window(static_cast<size_t>(ctx));
+  std::vector<PositionScore> scores;
   for (int64_t w = 0; w < r.windows; ++w) {
     std::copy_n(tokens.begin() + w * ctx, ctx, window.begin());
     if (add_bos) window[0] = tokenizer.bos_id();
-    auto logits = checked_logits(score, window, vocab, "scorer");
+    auto logits = window_logits(model, window, "scorer");
     if (!logits.ok()) return logits.status();
     Result<std::vector<float>> reference_logits = std::vector<float>{};
-    if (reference) reference_logits = checked_logits(reference, window, vocab, "reference scorer");
+    if (reference) reference_logits = window_logits(*reference, window, "reference scorer");
     if (!reference_logits.ok()) return reference_logits.status();
-    for (int64_t j = first; j < ctx - 1; ++j) {
-      const auto target = static_cast<size_t>(window[static_cast<size_t>(j + 1)]);
-      if (target >= vocab)
-        return InvalidArgument(fmt::format("perplexity: token {} is outside the model's {} logits", target, vocab));
-      const float* row = logits->data() + static_cast<size_t>(j) * vocab;
-      const double lse = log_sum_exp(row, vocab);
-      const double token_nll = lse - row[target];
-      nll.add(token_nll);
-      ++r.scored_tokens;
+    TESSERA_RETURN_IF_ERROR(
+        score_positions(window, ctx / 2, vocab, *logits, reference ? &*reference_logits : nullptr, scores));
+    // Summed in position order, so that the figures do not depend on the threads.
+    for (const PositionScore& s : scores) {
+      nll.add(s.nll);
       if (!reference) continue;
-      const float* reference_row = reference_logits->data() + static_cast<size_t>(j) * vocab;
-      const double reference_lse = log_sum_exp(reference_row, vocab);
-      const double reference_token_nll = reference_lse - reference_row[target];
-      reference_nll.add(reference_token_nll);
-      nll_over_reference.add(token_nll - reference_token_nll);
-      kl_values.push_back(kl_divergence(reference_row, reference_lse, row, lse, vocab));
-      kl.add(kl_values.back());
-      same_top += argmax(row, vocab) == argmax(reference_row, vocab);
+      reference_nll.add(s.reference_nll);
+      nll_over_reference.add(s.nll - s.reference_nll);
+      kl.add(s.kl_divergence);
+      kl_values.push_back(s.kl_divergence);
+      same_top += s.same_top;
     }
     if (progress) progress(w + 1, r.windows, std::exp(nll.mean()));
   }
+  r.scored_tokens = nll.count();
   r.mean_nll = nll.mean();
   r.ppl = std::exp(r.mean_nll);
   r.ppl_uncertainty = r.ppl * nll.standard_error();
@@ -176,8 +202,8 @@ Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int
     c.reference_ppl_uncertainty = c.reference_ppl * reference_nll.standard_error();
     c.mean_kl_divergence = kl.mean();
     c.kl_divergence_uncertainty = kl.standard_error();
-    c.median_kl_divergence = percentile(kl_values, 0.5);
-    c.p99_kl_divergence = percentile(kl_values, 0.99);
+    c.median_kl_divergence = percentile(kl_values, 50);
+    c.p99_kl_divergence = percentile(kl_values, 99);
     c.max_kl_divergence = *std::max_element(kl_values.begin(), kl_values.end());
     c.ppl_ratio = std::exp(nll_over_reference.mean());
     c.ppl_ratio_uncertainty = c.ppl_ratio * nll_over_reference.standard_error();

@@ -28,11 +28,13 @@
 namespace tessera {
 
 // The model against the reference over the same scored positions. Means are
-// per scored token in nats; each uncertainty is one standard error of the mean.
+// per scored token in nats; each uncertainty is one standard error of the mean,
+// counting the tokens as independent (as llama.cpp does; tokens of one window
+// are not, so the errors are somewhat optimistic).
 struct ReferenceComparison {
   double reference_ppl = 0;
   double reference_ppl_uncertainty = 0;
-  double mean_kl_divergence = 0;  // KL(reference ‖ model) of the next-token distributions
+  double mean_kl_divergence = 0;  // KL(reference ‖ model) = Σ_v p_ref(v) log(p_ref(v) / p_model(v))
   double kl_divergence_uncertainty = 0;
   double median_kl_divergence = 0;
   double p99_kl_divergence = 0;  // the 99th percentile over scored positions
@@ -58,22 +60,29 @@ struct PerplexityReport {
 // Runs one window of tokens as a fresh sequence: the logits of every position,
 // [tokens.size(), vocab] row-major.
 using WindowScorer = std::function<Result<std::vector<float>>(std::span<const int32_t> tokens)>;
+// `progress(done, total, running_ppl)` after each window.
+using PerplexityProgress = std::function<void(int64_t, int64_t, double)>;
 
-// The same scoring over any engine that gives a window's logits (the CUDA
-// forward's tests score its windows with it); `context_length` bounds ctx.
-// A non-empty `reference` scores every window too, over the same vocabulary,
-// and fills the report's against_reference.
-Result<PerplexityReport> compute_perplexity(const tok::Tokenizer& tokenizer, int64_t context_length, int64_t vocab_size,
-                                            const WindowScorer& score, std::string_view text, int64_t ctx,
-                                            int64_t max_windows = 0,
-                                            const std::function<void(int64_t, int64_t, double)>& progress = {},
-                                            const WindowScorer& reference = {});
+// A model as perplexity sees it: what tokenizes the text, how long a window
+// may be, and what scores one. Any engine that gives a window's logits fits
+// (the CUDA forward's tests score their windows through one).
+struct WindowModel {
+  const tok::Tokenizer& tokenizer;
+  int64_t context_length = 0;
+  int64_t vocab_size = 0;
+  WindowScorer score;
+};
+WindowModel window_model(Session& session);
 
-// `progress(done, total, running_ppl)` after each window. A `reference`
-// session must share the model's vocabulary and tokenize the text the same.
+// With a `reference`, every window is scored by both and the report's
+// against_reference is filled; the reference must have the model's
+// vocabulary, tokenize the text the same and hold a window of `ctx`.
+Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::string_view text, int64_t ctx,
+                                            int64_t max_windows = 0, const PerplexityProgress& progress = {},
+                                            const WindowModel* reference = nullptr);
+
 Result<PerplexityReport> compute_perplexity(Session& session, std::string_view text, int64_t ctx,
-                                            int64_t max_windows = 0,
-                                            const std::function<void(int64_t, int64_t, double)>& progress = {},
+                                            int64_t max_windows = 0, const PerplexityProgress& progress = {},
                                             Session* reference = nullptr);
 
 }  // namespace tessera

@@ -586,7 +586,7 @@ std::vector<QuantizeReport::KindGain> QuantizeReport::gains_by_kind() const {
   std::vector<KindGain> out;
   for (const auto& [kind, m] : kinds)
     out.push_back(
-        {kind, m.weights, m.calibration.value(), m.held_out.value(), m.held_out_tokens.value()});
+        {kind, m.weights, m.calibration.value().value_or(1.0), m.held_out.value(), m.held_out_tokens.value()});
   return out;
 }
 
@@ -639,7 +639,7 @@ nlohmann::json QuantizeReport::to_json() const {
   for (const KindGain& k : gains_by_kind())
     kinds.push_back({{"kind", k.kind},
                      {"weights", k.weights},
-                     {"calibration", optional_json(k.calibration)},
+                     {"calibration", k.calibration},
                      {"held_out", optional_json(k.held_out)},
                      {"held_out_tokens", optional_json(k.held_out_tokens)}});
   return {{"method", method},

@@ -168,8 +168,7 @@ struct QuantizeReport {
   struct KindGain {
     std::string kind;
     int64_t weights = 0;
-    std::optional<double> calibration;     // relative_error / rounding_relative_error (none for INT8: no rounding
-                                           // error on the calibration inputs to compare with)
+    double calibration = 1;                // relative_error / rounding_relative_error
     std::optional<double> held_out;        // held_out_error / held_out_rounding_error
     std::optional<double> held_out_tokens;  // held_out_token_error / held_out_rounding_token_error
   };
