@@ -153,8 +153,9 @@ class ArgmaxStrategy final : public DecodingStrategy {
   int steps = 0;
 };
 
-// A byte-level tokenizer of the 256 bytes plus an end token (id 256).
-inline tok::Tokenizer byte_tokenizer() {
+// A byte-level tokenizer of the 256 bytes plus an end token (id 256); with
+// `bos_first`, a BOS token (id 257) that encode() puts first.
+inline tok::Tokenizer byte_tokenizer(bool bos_first = false) {
   tok::TokenizerSpec s;
   s.source = "bytes";
   s.kind = tok::TokenizerKind::bpe;
@@ -162,6 +163,11 @@ inline tok::Tokenizer byte_tokenizer() {
   for (int b = 0; b < 256; ++b) s.tokens.push_back({tok::byte_to_symbol(static_cast<uint8_t>(b))});
   s.tokens.push_back({"<end>", 0.0f, tok::TokenType::control});
   s.eos_id = 256;
+  if (bos_first) {
+    s.tokens.push_back({"<bos>", 0.0f, tok::TokenType::control});
+    s.bos_id = 257;
+    s.add_bos = true;
+  }
   return std::move(tok::Tokenizer::create(std::move(s))).value();
 }
 

@@ -202,15 +202,7 @@ TEST(Perplexity, RefusesAReferenceThatDoesNotFit) {
   EXPECT_NE(refused(model_of(tokenizer, uniform_scorer(), 16)).find("exceeds the reference model's context of 16"),
             std::string::npos);
   // A tokenizer that puts BOS first: the windows would differ.
-  tok::TokenizerSpec spec;
-  spec.source = "bytes with BOS";
-  spec.kind = tok::TokenizerKind::bpe;
-  spec.pre = "gpt-2";
-  for (int b = 0; b < 256; ++b) spec.tokens.push_back({tok::byte_to_symbol(static_cast<uint8_t>(b))});
-  spec.tokens.push_back({"<bos>", 0.0f, tok::TokenType::control});
-  spec.bos_id = 256;
-  spec.add_bos = true;
-  const auto with_bos = std::move(tok::Tokenizer::create(std::move(spec))).value();
+  const auto with_bos = testing::byte_tokenizer(/*bos_first=*/true);
   EXPECT_NE(refused(model_of(with_bos, uniform_scorer())).find("tokenizes the text differently"), std::string::npos);
   // A scorer that gives rows of another width.
   const WindowScorer wider = [](std::span<const int32_t> tokens) -> Result<std::vector<float>> {
