@@ -94,6 +94,10 @@ int cmd_perplexity(int argc, char** argv) {
           "{:.6f}, max {:.6f}); same top token {:.2f}%\n",
           c->mean_kl_divergence, c->kl_divergence_uncertainty, c->median_kl_divergence, c->p99_kl_divergence,
           c->max_kl_divergence, 100.0 * c->same_top_token);
+      fmt::print("mean entropy of the next-token distributions = {:.5f} nats, the reference's {:.5f} (difference "
+                 "{:+.5f} +/- {:.5f}, paired)\n",
+                 c->mean_entropy, c->reference_mean_entropy, c->mean_entropy - c->reference_mean_entropy,
+                 c->entropy_difference_uncertainty);
     }
   }
   return kExitOk;

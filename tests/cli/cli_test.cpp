@@ -372,12 +372,15 @@ TEST(Cli, PerplexityAgainstAReference) {
   EXPECT_GT(against_exact["mean_kl_divergence"].get<double>(), 0.0);
   EXPECT_LT(against_exact["mean_kl_divergence"].get<double>(), 0.01);
   EXPECT_NE(against_exact["reference_ppl"].get<double>(), report["ppl"].get<double>());
+  EXPECT_GT(against_exact["mean_entropy"].get<double>(), 0.0);
+  EXPECT_NEAR(against_exact["mean_entropy"].get<double>(), against_exact["reference_mean_entropy"].get<double>(), 0.01);
 
   r = run_command(common + " --reference " + kQuickstart);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ppl / reference ppl = 1.00000 +/- 0.00000 (paired)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("KL divergence from the reference = 0.000000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("same top token 100.00%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(difference +0.00000 +/- 0.00000, paired)"), std::string::npos) << r.out;
 
   // --set edits the pipeline under test, not the reference (`--set
   // model.path=Q.gguf` must not score Q against itself): a reference whose

@@ -18,6 +18,7 @@ struct PositionScore {
   double nll = 0;
   double reference_nll = 0;
   double kl_divergence = 0;
+  double entropy = 0, reference_entropy = 0;
   bool same_top = false;
 };
 
@@ -48,6 +49,18 @@ double kl_divergence(std::span<const float> p_row, const double* p_exps, double 
     kl += p * ((p_row[v] - p_lse) - (q_row[v] - q_lse));
   }
   return std::max(0.0, kl);  // rounding leaves -1e-17 where the rows are nearly equal
+}
+
+// The entropy -Σ_v p(v) log p(v) of a logit row's softmax, given the row's
+// log Σ exp; tokens the row rules out (-inf) add nothing.
+double entropy(std::span<const float> row, double lse) {
+  double h = 0;
+  for (const float x : row) {
+    const double log_p = x - lse;
+    const double p = std::exp(log_p);
+    if (p > 0) h -= p * log_p;
+  }
+  return h;
 }
 
 Result<std::vector<float>> window_logits(const WindowModel& model, std::span<const int32_t> window, const char* which) {
@@ -85,6 +98,8 @@ Status score_positions(std::span<const int32_t> window, int64_t first, size_t vo
       const double reference_lse = log_sum_exp(reference_row, exps.data());
       s.reference_nll = reference_lse - reference_row[target];
       s.kl_divergence = kl_divergence(reference_row, exps.data(), reference_lse, row, lse);
+      s.entropy = entropy(row, lse);
+      s.reference_entropy = entropy(reference_row, reference_lse);
       const auto top = argmax_token(row);
       const auto reference_top = argmax_token(reference_row);
       if (!top.ok() || !reference_top.ok()) {
@@ -110,7 +125,10 @@ nlohmann::json ReferenceComparison::to_json() const {
           {"max_kl_divergence", max_kl_divergence},
           {"ppl_ratio", ppl_ratio},
           {"ppl_ratio_uncertainty", ppl_ratio_uncertainty},
-          {"same_top_token", same_top_token}};
+          {"same_top_token", same_top_token},
+          {"mean_entropy", mean_entropy},
+          {"reference_mean_entropy", reference_mean_entropy},
+          {"entropy_difference_uncertainty", entropy_difference_uncertainty}};
 }
 
 nlohmann::json PerplexityReport::to_json() const {
@@ -165,7 +183,8 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
     return InvalidArgument(fmt::format("the text has {} tokens, fewer than one window of {}", tokens.size(), ctx));
 
   const auto vocab = static_cast<size_t>(model.vocab_size);
-  MeanEstimate nll, reference_nll, nll_over_reference, kl;
+  MeanEstimate nll, reference_nll, nll_over_reference, kl, entropy_over_reference;
+  double entropy_sum = 0, reference_entropy_sum = 0;
   std::vector<double> kl_values;  // per scored position, for the percentiles
   int64_t same_top = 0;
   std::vector<int32_t> window(static_cast<size_t>(ctx));
@@ -188,6 +207,9 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
       nll_over_reference.add(s.nll - s.reference_nll);
       kl.add(s.kl_divergence);
       kl_values.push_back(s.kl_divergence);
+      entropy_sum += s.entropy;
+      reference_entropy_sum += s.reference_entropy;
+      entropy_over_reference.add(s.entropy - s.reference_entropy);
       same_top += s.same_top;
     }
     if (progress) progress(w + 1, r.windows, std::exp(nll.mean()));
@@ -208,6 +230,9 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
     c.ppl_ratio = std::exp(nll_over_reference.mean());
     c.ppl_ratio_uncertainty = c.ppl_ratio * nll_over_reference.standard_error();
     c.same_top_token = static_cast<double>(same_top) / static_cast<double>(r.scored_tokens);
+    c.mean_entropy = entropy_sum / static_cast<double>(r.scored_tokens);
+    c.reference_mean_entropy = reference_entropy_sum / static_cast<double>(r.scored_tokens);
+    c.entropy_difference_uncertainty = entropy_over_reference.standard_error();
     r.against_reference = c;
   }
   return r;

@@ -42,6 +42,13 @@ struct ReferenceComparison {
   double ppl_ratio = 0;              // exp(mean(nll_model - nll_reference)) = ppl / reference ppl
   double ppl_ratio_uncertainty = 0;  // ratio times the standard error of the paired mean (delta method)
   double same_top_token = 0;         // share of positions where both argmaxes are the same token
+  // The next-token distributions' mean entropy, -Σ p log p, for each model:
+  // a model that predicts more or less sharply than the reference shows
+  // here, which the KL divergence counts as distance either way and the
+  // perplexity as loss or gain.
+  double mean_entropy = 0;
+  double reference_mean_entropy = 0;
+  double entropy_difference_uncertainty = 0;  // of the paired mean of entropy - reference entropy
   nlohmann::json to_json() const;
 };
 

@@ -83,7 +83,7 @@ void expect_comparison_matches(const WindowScorer& model, const WindowScorer& re
   ASSERT_TRUE(r->against_reference.has_value());
 
   const std::vector<int32_t> tokens = tokenizer.encode(text, std::nullopt, false);
-  std::vector<double> nll, reference_nll, difference, kl;
+  std::vector<double> nll, reference_nll, difference, kl, entropy, reference_entropy, entropy_difference;
   int64_t same_top = 0;
   for (int64_t w = 0; w < r->windows; ++w) {
     const std::span<const int32_t> window(tokens.data() + w * kCtx, static_cast<size_t>(kCtx));
@@ -92,7 +92,15 @@ void expect_comparison_matches(const WindowScorer& model, const WindowScorer& re
       const std::vector<double> log_q = log_softmax(q_logits.data() + j * kVocab);
       const std::vector<double> log_p = log_softmax(p_logits.data() + j * kVocab);
       double divergence = 0;
-      for (int64_t v = 0; v < kVocab; ++v) divergence += std::exp(log_p[v]) * (log_p[v] - log_q[v]);
+      double h_q = 0, h_p = 0;
+      for (int64_t v = 0; v < kVocab; ++v) {
+        divergence += std::exp(log_p[v]) * (log_p[v] - log_q[v]);
+        h_q -= std::exp(log_q[v]) * log_q[v];
+        h_p -= std::exp(log_p[v]) * log_p[v];
+      }
+      entropy.push_back(h_q);
+      reference_entropy.push_back(h_p);
+      entropy_difference.push_back(h_q - h_p);
       const auto target = static_cast<size_t>(window[j + 1]);
       nll.push_back(-log_q[target]);
       reference_nll.push_back(-log_p[target]);
@@ -126,6 +134,9 @@ void expect_comparison_matches(const WindowScorer& model, const WindowScorer& re
   EXPECT_NEAR(std::log(c.ppl_ratio), mean_of(difference), 1e-9);
   EXPECT_NEAR(c.ppl_ratio_uncertainty / c.ppl_ratio, standard_error_of(difference), 1e-9);
   EXPECT_DOUBLE_EQ(c.same_top_token, static_cast<double>(same_top) / static_cast<double>(kl.size()));
+  EXPECT_NEAR(c.mean_entropy, mean_of(entropy), 1e-9);
+  EXPECT_NEAR(c.reference_mean_entropy, mean_of(reference_entropy), 1e-9);
+  EXPECT_NEAR(c.entropy_difference_uncertainty, standard_error_of(entropy_difference), 1e-9);
 }
 
 TEST(Perplexity, OfAUniformModelIsTheVocabularySize) {
@@ -152,6 +163,7 @@ TEST(Perplexity, AgainstItselfAModelHasNoDivergence) {
   EXPECT_NEAR(c.ppl_ratio, 1.0, 1e-12);
   EXPECT_NEAR(c.ppl_ratio_uncertainty, 0.0, 1e-12);
   EXPECT_EQ(c.same_top_token, 1.0);
+  EXPECT_EQ(c.mean_entropy, c.reference_mean_entropy);
 }
 
 // A uniform model against a peaked reference: far apart, the top tokens
@@ -187,6 +199,7 @@ TEST(Perplexity, TokensTheReferenceRulesOutAddNothing) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(std::isfinite(r->against_reference->mean_kl_divergence));
   EXPECT_GT(r->against_reference->mean_kl_divergence, 0.0);
+  EXPECT_TRUE(std::isfinite(r->against_reference->reference_mean_entropy));
 }
 
 TEST(Perplexity, RefusesAReferenceThatDoesNotFit) {
