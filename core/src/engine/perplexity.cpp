@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "engine/sample_statistics.hpp"
 #include "tessera/argmax.hpp"
@@ -35,20 +34,29 @@ double log_sum_exp(std::span<const float> row, double* exps = nullptr) {
   return std::log(z) + max;
 }
 
+struct AgainstP {
+  double kl_divergence = 0;  // KL(p ‖ q)
+  double p_entropy = 0;      // -Σ p log p
+};
+
 // KL(p ‖ q) = Σ_v p(v) (log p(v) - log q(v)) of the softmaxes of two logit
-// rows, given p's unnormalized exps and both rows' log Σ exp. Tokens that p
+// rows, and p's entropy, in one pass over p's cached exps: given p's
+// unnormalized exps (exp(row - max)) and both rows' log Σ exp. Tokens that p
 // rules out (a -inf logit) add nothing; one that q rules out and p does not
-// makes it +inf, as it is.
-double kl_divergence(std::span<const float> p_row, const double* p_exps, double p_lse, std::span<const float> q_row,
-                     double q_lse) {
+// makes the divergence +inf, as it is.
+AgainstP against_p(std::span<const float> p_row, const double* p_exps, double p_lse, std::span<const float> q_row,
+                   double q_lse) {
   const double p_scale = std::exp(static_cast<double>(*std::max_element(p_row.begin(), p_row.end())) - p_lse);
-  double kl = 0;
+  AgainstP out;
   for (size_t v = 0; v < p_row.size(); ++v) {
     const double p = p_exps[v] * p_scale;
     if (p == 0) continue;
-    kl += p * ((p_row[v] - p_lse) - (q_row[v] - q_lse));
+    const double log_p = p_row[v] - p_lse;
+    out.kl_divergence += p * (log_p - (q_row[v] - q_lse));
+    out.p_entropy -= p * log_p;
   }
-  return std::max(0.0, kl);  // rounding leaves -1e-17 where the rows are nearly equal
+  out.kl_divergence = std::max(0.0, out.kl_divergence);  // rounding leaves -1e-17 where the rows are nearly equal
+  return out;
 }
 
 // The entropy -Σ_v p(v) log p(v) of a logit row's softmax, given the row's
@@ -97,9 +105,10 @@ Status score_positions(std::span<const int32_t> window, int64_t first, size_t vo
       const std::span<const float> reference_row(reference_logits->data() + static_cast<size_t>(j) * vocab, vocab);
       const double reference_lse = log_sum_exp(reference_row, exps.data());
       s.reference_nll = reference_lse - reference_row[target];
-      s.kl_divergence = kl_divergence(reference_row, exps.data(), reference_lse, row, lse);
+      const AgainstP reference_terms = against_p(reference_row, exps.data(), reference_lse, row, lse);
+      s.kl_divergence = reference_terms.kl_divergence;
+      s.reference_entropy = reference_terms.p_entropy;
       s.entropy = entropy(row, lse);
-      s.reference_entropy = entropy(reference_row, reference_lse);
       const auto top = argmax_token(row);
       const auto reference_top = argmax_token(reference_row);
       if (!top.ok() || !reference_top.ok()) {
@@ -184,7 +193,7 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
 
   const auto vocab = static_cast<size_t>(model.vocab_size);
   MeanEstimate nll, reference_nll, nll_over_reference, kl, entropy_over_reference;
-  double entropy_sum = 0, reference_entropy_sum = 0;
+  MeanEstimate model_entropy, reference_entropy;
   std::vector<double> kl_values;  // per scored position, for the percentiles
   int64_t same_top = 0;
   std::vector<int32_t> window(static_cast<size_t>(ctx));
@@ -207,8 +216,8 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
       nll_over_reference.add(s.nll - s.reference_nll);
       kl.add(s.kl_divergence);
       kl_values.push_back(s.kl_divergence);
-      entropy_sum += s.entropy;
-      reference_entropy_sum += s.reference_entropy;
+      model_entropy.add(s.entropy);
+      reference_entropy.add(s.reference_entropy);
       entropy_over_reference.add(s.entropy - s.reference_entropy);
       same_top += s.same_top;
     }
@@ -230,8 +239,8 @@ Result<PerplexityReport> compute_perplexity(const WindowModel& model, std::strin
     c.ppl_ratio = std::exp(nll_over_reference.mean());
     c.ppl_ratio_uncertainty = c.ppl_ratio * nll_over_reference.standard_error();
     c.same_top_token = static_cast<double>(same_top) / static_cast<double>(r.scored_tokens);
-    c.mean_entropy = entropy_sum / static_cast<double>(r.scored_tokens);
-    c.reference_mean_entropy = reference_entropy_sum / static_cast<double>(r.scored_tokens);
+    c.mean_entropy = model_entropy.mean();
+    c.reference_mean_entropy = reference_entropy.mean();
     c.entropy_difference_uncertainty = entropy_over_reference.standard_error();
     r.against_reference = c;
   }
