@@ -400,7 +400,8 @@ TEST_P(MambaModels, APromptSharingAnEarlierOnesStartReusesItsStateSnapshot) {
 
 // `tessera quantize` calibrates a Mamba layer by layer over stored inputs
 // (Model ABI 3.6) and writes the bytes whole forwards write: the scan's state
-// per sequence runs through each layer alone as it does in a whole forward.
+// per sequence runs through each layer alone as it does in a whole forward,
+// and each true-sequential stage's pass ends at the next stage's Linear.
 // Mamba-1's dt projection (256 x 8) has rows shorter than a Q8_0 block: it
 // stays f32, named in the report, and the file runs.
 TEST_P(MambaModels, GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
@@ -422,6 +423,7 @@ TEST_P(MambaModels, GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
   auto layered = quantize_model(job, test_registry());
   ASSERT_TRUE(layered.ok()) << layered.status().message();
   EXPECT_TRUE(layered->layer_by_layer);
+  EXPECT_TRUE(layered->true_sequential);  // in stages: in, x (and dt where it fits), out
   QuantizeJob whole = job;
   whole.output = (dir / "whole.gguf").string();
   whole.layer_by_layer = false;

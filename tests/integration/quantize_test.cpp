@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,6 +123,13 @@ TEST(Quantize, RoundingQ4_1IntoQ4_1KeepsEveryWeight) {
 
 // GPTQ into Q4_0, calibrated on a short text: every layer's weights are
 // quantized, the file runs, and each reports a finite, small output error.
+//
+// True sequential (the default) against the whole layer at once: layer 0's
+// q/k/v, the first stage, observe the same inputs either way, so GPTQ gives
+// them the same errors; the stages after observe the outputs of the
+// quantized stages before them, which the layer at once does not, so their
+// Hessians, and rounding's error measured on them, differ. Every stage still
+// sees every row.
 TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   SKIP_WITHOUT_MODEL();
   const fs::path out = scratch("gptq_q4_0.gguf");
@@ -151,6 +160,28 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   ASSERT_TRUE(written.ok());
   EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.method").value_or(""), "gptq");
   EXPECT_EQ((*written)->gguf()->get_int("general.file_type").value_or(-1), 2);
+
+  EXPECT_TRUE(report->true_sequential);
+  EXPECT_EQ((*written)->gguf()->get_bool("tessera.quantize.true_sequential"), std::optional<bool>(true));
+  QuantizeJob at_once_job = job;
+  at_once_job.output = scratch("gptq_q4_0_at_once.gguf").string();
+  at_once_job.true_sequential = false;
+  auto at_once = quantize_model(at_once_job, test_registry());
+  ASSERT_TRUE(at_once.ok()) << at_once.status().message();
+  EXPECT_FALSE(at_once->true_sequential);
+  std::map<std::string, const QuantizedWeightReport*> sequential_weights, at_once_weights;
+  for (const auto& w : report->weights) sequential_weights[w.name] = &w;
+  for (const auto& w : at_once->weights) at_once_weights[w.name] = &w;
+  ASSERT_EQ(at_once_weights.size(), sequential_weights.size());
+  for (const char* first : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}) {
+    EXPECT_EQ(sequential_weights.at(first)->relative_error, at_once_weights.at(first)->relative_error) << first;
+    EXPECT_EQ(sequential_weights.at(first)->rounding_relative_error, at_once_weights.at(first)->rounding_relative_error)
+        << first;
+  }
+  for (const char* later :
+       {"blk.0.attn_output.weight", "blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight"})
+    EXPECT_NE(sequential_weights.at(later)->rounding_relative_error, at_once_weights.at(later)->rounding_relative_error)
+        << later;
 }
 
 // --format gptq: groups GGUF's block types cannot hold (3 bits, 128 columns
@@ -406,7 +437,9 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
 // while the blocks run) and for rounding; for AWQ too (into Q4_0), where the
 // Linear runs on inputs divided by the scales (folded into the norm, or into
 // up for down), but for the up projections, whose outputs --held-out
-// measures in the float model's scale.
+// measures in the float model's scale. GPTQ goes in true-sequential stages,
+// and --held-out takes each stage's rows with the stages before quantized,
+// as calibration does; without that the later stages would not agree.
 TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
   SKIP_WITHOUT_MODEL();
   for (const std::string method : {"gptq", "awq"}) {
@@ -423,6 +456,8 @@ TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
     auto report = quantize_model(job, test_registry());
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->held_out_tokens, 96);
+    // AWQ's scales fold across the layer: it takes the layer at once.
+    EXPECT_EQ(report->true_sequential, method == "gptq");
     ASSERT_EQ(report->weights.size(), 30u * 7u);
     for (const auto& w : report->weights) {
       ASSERT_TRUE(w.held_out_error && w.held_out_rounding_error) << w.name;

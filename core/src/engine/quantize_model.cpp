@@ -21,6 +21,7 @@
 #include "engine/convert_model.hpp"
 #include "engine/held_out_error.hpp"
 #include "engine/quantized_output_error.hpp"
+#include "engine/sequential_stages.hpp"
 #include "engine/quantized_views.hpp"
 #include "engine/model_builder.hpp"
 #include "engine/session.hpp"
@@ -374,7 +375,8 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
     // quantization_config says it in a Hugging Face folder.
     const nlohmann::json config = {{"quant_method", "gptq"},        {"bits", job.spec.bits},
                                    {"group_size", job.spec.group_size}, {"sym", job.spec.symmetric},
-                                   {"desc_act", false},            {"checkpoint_format", "gptq_v2"}};
+                                   {"desc_act", false},            {"checkpoint_format", "gptq_v2"},
+                                   {"true_sequential", report.true_sequential}};
     writer.set_string(std::string(kGgufQuantizationConfigKey), config.dump());
   }
   writer.set_string("tessera.quantize.method", job.spec.method);
@@ -382,6 +384,7 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   if (job.spec.method == "gptq") {
     writer.set_bool("tessera.quantize.act_order", job.spec.act_order);
     writer.set_f32("tessera.quantize.damp", static_cast<float>(job.spec.damp));
+    writer.set_bool("tessera.quantize.true_sequential", report.true_sequential);
   }
   if (job.spec.rotate_inputs) writer.set_bool("tessera.quantize.rotate_inputs", true);
   if (job.smooth > 0) writer.set_f32("tessera.quantize.smoothquant_alpha", static_cast<float>(job.smooth));
@@ -438,8 +441,9 @@ Status round_embedding_and_head(const QuantizeJob& job, Session& s, CoreModelBui
 // moved on a layer at a time (Session::run_layers).
 class LayerInputs {
  public:
-  LayerInputs(Session& session, const std::vector<std::vector<int32_t>>& samples)
-      : session_(session), samples_(samples) {}
+  // `stopped`: set by a Linear that ends a pass (CalibrationLinear's stop role).
+  LayerInputs(Session& session, const std::vector<std::vector<int32_t>>& samples, bool& stopped)
+      : session_(session), samples_(samples), stopped_(stopped) {}
 
   // The inputs of layer 0: the samples' embeddings.
   Status start() {
@@ -463,12 +467,15 @@ class LayerInputs {
     return Status::Ok();
   }
   // Runs layer `layer` (advance_to'd) on a copy of its inputs, for what its
-  // Linears observe on the way; the inputs stay the layer's.
+  // Linears observe on the way, up to a Linear that ends the pass (a later
+  // true-sequential stage's); the inputs stay the layer's.
   Status observe(int layer) {
     if (layer != layer_) return Internal("calibration: the stored inputs are another layer's");
     for (size_t i = 0; i < samples_.size(); ++i) {
       scratch_ = hidden_[i];
-      TESSERA_RETURN_IF_ERROR(session_.run_layers(samples_[i], layer, layer + 1, scratch_.data()));
+      stopped_ = false;
+      const Status ran = session_.run_layers(samples_[i], layer, layer + 1, scratch_.data());
+      if (!ran.ok() && !stopped_) return ran;
     }
     return Status::Ok();
   }
@@ -478,6 +485,7 @@ class LayerInputs {
   const std::vector<std::vector<int32_t>>& samples_;
   std::vector<std::vector<float>> hidden_;  // [samples][tokens, hidden]: the inputs of layer_
   std::vector<float> scratch_;              // [tokens, hidden]
+  bool& stopped_;
   int layer_ = 0;
 };
 
@@ -657,6 +665,7 @@ nlohmann::json QuantizeReport::to_json() const {
           {"calibration_tokens", calibration_tokens},
           {"calibration_seconds", calibration_seconds},
           {"calibration_layer_by_layer", layer_by_layer},
+          {"calibration_true_sequential", true_sequential},
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
           {"mean_gain_over_rounding", mean_gain_over_rounding()},
@@ -788,10 +797,15 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   const bool layered = calibrate && job.layer_by_layer && separable > 0 && layers.rbegin()->first < separable;
   if (measure_held_out && !layered)
     return InvalidArgument("--held-out needs layer-by-layer calibration, which this model (or the job) does not offer");
-  LayerInputs layer_inputs(s, samples);
+  LayerInputs layer_inputs(s, samples, stopped);
   if (layered) TESSERA_RETURN_IF_ERROR(layer_inputs.start());
   report.layer_by_layer = layered;
-  LayerInputs held_out_inputs(s, held_out_samples);
+  // GPTQ quantizes each layer in stages (sequential_stages.hpp); AWQ's and
+  // SmoothQuant's scales fold across the layer's Linears, so they take the
+  // layer at once, as their references do.
+  const bool sequential = calibrate && job.true_sequential && job.spec.method == "gptq";
+  report.true_sequential = sequential;
+  LayerInputs held_out_inputs(s, held_out_samples, stopped);
   if (measure_held_out) TESSERA_RETURN_IF_ERROR(held_out_inputs.start());
 
   CoreModelBuilder builder(s.file(), s.quantizers(), {});
@@ -826,141 +840,190 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
       if (!q.ok()) return q.status();
       quantizers[t->weight->name] = std::move(q).value();
     }
-    if (calibrate) {
-      if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "calibrating", seconds_since(start)});
-      // SmoothQuant's alpha search runs the candidates on up to
-      // kSmoothSearchRows input rows, spread evenly over the samples, kept
-      // by the first Linear of each scale group (the others read the same).
-      constexpr int64_t kSmoothSearchRows = 2048;
-      const int64_t calibration_rows = job.samples * job.sample_tokens;
-      const int64_t keep_every =
-          job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows) : 0;
-      std::set<std::string> keepers;
-      if (keep_every > 0) {
-        for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(s.file(), layer)))
-          keepers.insert(group.members.front());
+    // The layer's weights in the stages they are calibrated and quantized in:
+    // all at once, or GPTQ's true-sequential stages (sequential_stages.hpp).
+    std::vector<std::vector<Target*>> stages;
+    if (sequential) {
+      std::vector<std::string> names;
+      for (const Target* t : weights) names.push_back(t->weight->name);
+      for (const std::vector<size_t>& stage : sequential_stages(names)) {
+        std::vector<Target*>& members = stages.emplace_back();
+        for (const size_t i : stage) members.push_back(weights[i]);
       }
+    } else {
+      stages.push_back(weights);
+    }
+    // SmoothQuant's alpha search runs the candidates on up to
+    // kSmoothSearchRows input rows, spread evenly over the samples, kept
+    // by the first Linear of each scale group (the others read the same).
+    constexpr int64_t kSmoothSearchRows = 2048;
+    const int64_t calibration_rows = job.samples * job.sample_tokens;
+    const int64_t keep_every =
+        job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows)
+                              : 0;
+    std::set<std::string> keepers;
+    if (keep_every > 0) {
+      for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(s.file(), layer)))
+        keepers.insert(group.members.front());
+    }
+    if (calibrate) {
       for (auto& [name, target] : targets) {
         if (target.layer > layer) target.linear->stop();
         if (target.layer <= layer) target.linear->use_reference();  // a kept weight's layer is reached
       }
-      if (measure_held_out) {  // before observing: that starts the statistics AWQ reads
-        const auto keeps_rows = [&](const Target* t) { return held_out_source.at(t->weight->name) == t->weight->name; };
-        for (Target* t : weights)
-          if (keeps_rows(t)) t->linear->capture();
-        TESSERA_RETURN_IF_ERROR(held_out_inputs.advance_to(layer));
-        TESSERA_RETURN_IF_ERROR(held_out_inputs.observe(layer));
-        for (Target* t : weights)
-          if (keeps_rows(t)) held_out_rows[t->weight->name] = t->linear->take_captured();
-      }
-      for (auto& [name, target] : targets) {
-        const auto quantizer = quantizers.find(name);
-        if (target.layer == layer && quantizer != quantizers.end())
-          target.linear->observe_into(quantizer->second.get(), keepers.contains(name) ? keep_every : 0);
-      }
-      const auto calibration_start = Clock::now();
-      if (layered) {
-        TESSERA_RETURN_IF_ERROR(layer_inputs.advance_to(layer));
-        TESSERA_RETURN_IF_ERROR(layer_inputs.observe(layer));
-      } else {
-        for (const auto& sample : samples) {
-          stopped = false;
-          const Status ran = s.run_through(sample);
-          if (!ran.ok() && !stopped) return ran;
+    }
+    for (const std::vector<Target*>& stage : stages) {
+      if (calibrate) {
+        if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "calibrating", seconds_since(start)});
+        // The layer's Linears of later stages end the passes (those of earlier
+        // ones are quantized by now).
+        const auto end_passes_after_stage = [&] {
+          for (Target* t : weights)
+            if (t->linear->role() != CalibrationLinear::Role::quantized) t->linear->stop();
+        };
+        if (measure_held_out) {  // before observing: that starts the statistics AWQ reads
+          const auto keeps_rows = [&](const Target* t) {
+            return held_out_source.at(t->weight->name) == t->weight->name;
+          };
+          end_passes_after_stage();
+          for (Target* t : stage) {
+            if (keeps_rows(t)) {
+              t->linear->capture();
+            } else {
+              t->linear->use_reference();
+            }
+          }
+          TESSERA_RETURN_IF_ERROR(held_out_inputs.advance_to(layer));
+          TESSERA_RETURN_IF_ERROR(held_out_inputs.observe(layer));
+          for (Target* t : stage)
+            if (keeps_rows(t)) held_out_rows[t->weight->name] = t->linear->take_captured();
         }
-      }
-      report.calibration_seconds += seconds_since(calibration_start);
-    }
-    if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "quantizing", seconds_since(start)});
-    std::map<std::string, std::vector<float>> originals;  // the layer's weights, f32 [out, in]
-    for (Target* t : weights) {
-      auto input_parts = builder.parts(*t->weight);
-      if (!input_parts.ok()) return input_parts.status();
-      for (const TensorRef* part : *input_parts)
-        if (part != nullptr) replaced.insert(part->name);
-      std::vector<float>& original = originals[t->weight->name];
-      original.resize(static_cast<size_t>(t->weight->numel()));
-      TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
-    }
-    // Rounding to nearest's held-out error, on the weights as they are
-    // before any scaling: method rtn in the job's format, or for INT8 W8A8
-    // (which rounds each row to nearest; what it calibrates is SmoothQuant's
-    // scales) the int8 quantizer on the unscaled weights.
-    std::map<std::string, OutputError> held_out_rounding;
-    if (measure_held_out) {
-      for (Target* t : weights) {
-        const TensorRef& w = *t->weight;
-        QuantizeSpec rounding = job.spec;
-        if (rounding.method != "int8") rounding.method = "rtn";
-        rounding.act_order = false;
-        rounding.search_clipping = false;
-        auto q = weight_quantizer(s.quantizers(), rounding, w.shape[0], w.shape[1], w.name);
-        if (!q.ok()) return q.status();
-        auto error = measure_quantized_output_error(builder, w, **q, originals[w.name].data(), held_out_rows_of(w.name),
-                                                    !writes_checkpoint_tensors(job));
-        if (!error.ok()) return error.status();
-        held_out_rounding[w.name] = *error;
-      }
-    }
-    std::map<std::string, std::vector<float>> input_divisors;
-    std::map<std::string, std::vector<float>> member_scales, output_scales;
-    if (job.spec.method == "awq" || smoothing) {
-      TESSERA_RETURN_IF_ERROR(apply_input_scales(job, layer, s, builder, targets,
-                                               {&originals, &quantizers, &rewritten, &input_divisors, &member_scales,
-                                                &output_scales},
-                                               report));
-    }
-    for (Target* t : weights) {
-      const TensorRef& w = *t->weight;
-      const std::vector<float>& original = originals[w.name];
-      std::optional<TensorRef> rescaled_bias;
-      if (t->bias != nullptr) {
-        if (const auto b = rewritten.find(t->bias->name); b != rewritten.end()) rescaled_bias = f32_view(*t->bias, b->second);
-      }
-      auto made = quantize_to_linear(builder, w, *quantizers[w.name], original.data(), !writes_checkpoint_tensors(job),
-                                     rescaled_bias ? &*rescaled_bias : t->bias);
-      if (!made.ok()) return made.status();
-      // The Linear reads these where they are: moved, the buffers stay.
-      const QuantizedWeight& kept = done[w.name] = std::move(made->weight);
-      parts[w.name] = std::move(made->parts);
-      part_views[w.name] = std::move(made->part_views);
-      for (const QuantizedPart& part : parts[w.name]) report.quantized_bytes += part.data.size();
-      if (writes_checkpoint_tensors(job) && parts[w.name].empty())
-        return Internal(fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
-      report.weights.push_back({w.name, std::string(dtype_name(w.dtype)), std::string(dtype_name(kept.dtype)),
-                                w.shape[0], w.shape[1], kept.relative_error, kept.rounding_relative_error,
-                                t->linear->observed_rows(), /*held out: below*/ {}, {}, {}, {}});
-      report.quantized_elements += static_cast<uint64_t>(w.numel());
-      if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
-      std::unique_ptr<Linear>& linear = made->linear;
-      if (measure_held_out) {
-        // Against the float Linear the quantized one stands for: the
-        // weights as AWQ or SmoothQuant scaled them, on inputs divided by
-        // their scales, and the outputs of a Linear whose rows were divided
-        // (up) multiplied back: the float model's products again.
-        std::vector<float> bias;
-        if (t->bias != nullptr) {
-          if (rescaled_bias) {
-            bias = rewritten.find(t->bias->name)->second;
-          } else {
-            bias.resize(static_cast<size_t>(t->bias->numel()));
-            TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->bias, bias.data()));
+        end_passes_after_stage();
+        for (Target* t : stage) {
+          const std::string& name = t->weight->name;
+          t->linear->observe_into(quantizers.at(name).get(), keepers.contains(name) ? keep_every : 0);
+        }
+        const auto calibration_start = Clock::now();
+        if (layered) {
+          TESSERA_RETURN_IF_ERROR(layer_inputs.advance_to(layer));
+          TESSERA_RETURN_IF_ERROR(layer_inputs.observe(layer));
+        } else {
+          for (const auto& sample : samples) {
+            stopped = false;
+            const Status ran = s.run_through(sample);
+            if (!ran.ok() && !stopped) return ran;
           }
         }
-        LinearRescaling rescaling;
-        if (const auto in = member_scales.find(w.name); in != member_scales.end()) rescaling.input_divisor = in->second;
-        if (const auto out = output_scales.find(w.name); out != output_scales.end()) rescaling.output_scale = out->second;
-        auto error = measure_output_error(*linear, original.data(), bias, rescaling, held_out_rows_of(w.name));
-        if (!error.ok()) return Status(error.status().code(), fmt::format("{}: {}", w.name, error.status().message()));
-        QuantizedWeightReport& reported = report.weights.back();
-        reported.held_out_error = error->relative();
-        reported.held_out_token_error = error->mean_row_relative();
-        if (const auto r = held_out_rounding.find(w.name); r != held_out_rounding.end()) {
-          reported.held_out_rounding_error = r->second.relative();
-          reported.held_out_rounding_token_error = r->second.mean_row_relative();
+        report.calibration_seconds += seconds_since(calibration_start);
+        for (const Target* t : stage)
+          if (stages.size() > 1 && t->linear->observed_rows() == 0)
+            return Internal(fmt::format("{}: the calibration passes never reached it (stage order of layer {})",
+                                        t->weight->name, layer));
+      }
+      if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "quantizing", seconds_since(start)});
+      std::map<std::string, std::vector<float>> originals;  // the stage's weights, f32 [out, in]
+      for (Target* t : stage) {
+        auto input_parts = builder.parts(*t->weight);
+        if (!input_parts.ok()) return input_parts.status();
+        for (const TensorRef* part : *input_parts)
+          if (part != nullptr) replaced.insert(part->name);
+        std::vector<float>& original = originals[t->weight->name];
+        original.resize(static_cast<size_t>(t->weight->numel()));
+        TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->weight, original.data()));
+      }
+      // Rounding to nearest's held-out error, on the weights as they are
+      // before any scaling: method rtn in the job's format, or for INT8 W8A8
+      // (which rounds each row to nearest; what it calibrates is SmoothQuant's
+      // scales) the int8 quantizer on the unscaled weights.
+      std::map<std::string, OutputError> held_out_rounding;
+      if (measure_held_out) {
+        for (Target* t : stage) {
+          const TensorRef& w = *t->weight;
+          QuantizeSpec rounding = job.spec;
+          if (rounding.method != "int8") rounding.method = "rtn";
+          rounding.act_order = false;
+          rounding.search_clipping = false;
+          auto q = weight_quantizer(s.quantizers(), rounding, w.shape[0], w.shape[1], w.name);
+          if (!q.ok()) return q.status();
+          auto error = measure_quantized_output_error(builder, w, **q, originals[w.name].data(),
+                                                      held_out_rows_of(w.name), !writes_checkpoint_tensors(job));
+          if (!error.ok()) return error.status();
+          held_out_rounding[w.name] = *error;
         }
       }
-      t->linear->use_quantized(std::move(linear), std::move(input_divisors[w.name]));
+      std::map<std::string, std::vector<float>> input_divisors;
+      std::map<std::string, std::vector<float>> member_scales, output_scales;
+      if (job.spec.method == "awq" || smoothing) {
+        TESSERA_RETURN_IF_ERROR(apply_input_scales(
+            job, layer, s, builder, targets,
+            {&originals, &quantizers, &rewritten, &input_divisors, &member_scales, &output_scales}, report));
+      }
+      for (Target* t : stage) {
+        const TensorRef& w = *t->weight;
+        const std::vector<float>& original = originals[w.name];
+        std::optional<TensorRef> rescaled_bias;
+        if (t->bias != nullptr) {
+          if (const auto b = rewritten.find(t->bias->name); b != rewritten.end())
+            rescaled_bias = f32_view(*t->bias, b->second);
+        }
+        auto made = quantize_to_linear(builder, w, *quantizers[w.name], original.data(),
+                                       !writes_checkpoint_tensors(job), rescaled_bias ? &*rescaled_bias : t->bias);
+        if (!made.ok()) return made.status();
+        // The Linear reads these where they are: moved, the buffers stay.
+        const QuantizedWeight& kept = done[w.name] = std::move(made->weight);
+        parts[w.name] = std::move(made->parts);
+        part_views[w.name] = std::move(made->part_views);
+        for (const QuantizedPart& part : parts[w.name]) report.quantized_bytes += part.data.size();
+        if (writes_checkpoint_tensors(job) && parts[w.name].empty())
+          return Internal(
+              fmt::format("{}: the quant plugin gave no GPTQ tensors for format '{}'", w.name, kGptqFormat));
+        report.weights.push_back({w.name,
+                                  std::string(dtype_name(w.dtype)),
+                                  std::string(dtype_name(kept.dtype)),
+                                  w.shape[0],
+                                  w.shape[1],
+                                  kept.relative_error,
+                                  kept.rounding_relative_error,
+                                  t->linear->observed_rows(),
+                                  /*held out: below*/ {},
+                                  {},
+                                  {},
+                                  {}});
+        report.quantized_elements += static_cast<uint64_t>(w.numel());
+        if (!writes_checkpoint_tensors(job)) report.quantized_bytes += kept.data.size();
+        std::unique_ptr<Linear>& linear = made->linear;
+        if (measure_held_out) {
+          // Against the float Linear the quantized one stands for: the
+          // weights as AWQ or SmoothQuant scaled them, on inputs divided by
+          // their scales, and the outputs of a Linear whose rows were divided
+          // (up) multiplied back: the float model's products again.
+          std::vector<float> bias;
+          if (t->bias != nullptr) {
+            if (rescaled_bias) {
+              bias = rewritten.find(t->bias->name)->second;
+            } else {
+              bias.resize(static_cast<size_t>(t->bias->numel()));
+              TESSERA_RETURN_IF_ERROR(builder.dequantize(*t->bias, bias.data()));
+            }
+          }
+          LinearRescaling rescaling;
+          if (const auto in = member_scales.find(w.name); in != member_scales.end())
+            rescaling.input_divisor = in->second;
+          if (const auto out = output_scales.find(w.name); out != output_scales.end())
+            rescaling.output_scale = out->second;
+          auto error = measure_output_error(*linear, original.data(), bias, rescaling, held_out_rows_of(w.name));
+          if (!error.ok())
+            return Status(error.status().code(), fmt::format("{}: {}", w.name, error.status().message()));
+          QuantizedWeightReport& reported = report.weights.back();
+          reported.held_out_error = error->relative();
+          reported.held_out_token_error = error->mean_row_relative();
+          if (const auto r = held_out_rounding.find(w.name); r != held_out_rounding.end()) {
+            reported.held_out_rounding_error = r->second.relative();
+            reported.held_out_rounding_token_error = r->second.mean_row_relative();
+          }
+        }
+        t->linear->use_quantized(std::move(linear), std::move(input_divisors[w.name]));
+      }
     }
     ++layers_done;
     if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "done", seconds_since(start)});

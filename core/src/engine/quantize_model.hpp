@@ -56,6 +56,12 @@ struct QuantizeJob {
   // whole forwards stopped after the layer (about L/2). false: whole forwards
   // always (tests compare the two: the same bits).
   bool layer_by_layer = true;
+  // GPTQ: calibrate and quantize each layer in stages in forward order
+  // (q/k/v, o, gate/up, down), each observing the stages before it
+  // quantized (sequential_stages.hpp; the reference's --true-sequential).
+  // false: the whole layer at once, every Linear on the original layer's
+  // outputs. AWQ and SmoothQuant always take the layer at once.
+  bool true_sequential = true;
   // The token embedding and the output head (token_embd.weight and
   // output.weight; with tied embeddings token_embd.weight is the head and
   // takes head_format), rounded to nearest into these formats ("ggml.q8_0"),
@@ -150,6 +156,7 @@ struct QuantizeReport {
   int64_t held_out_tokens = 0;     // QuantizeJob::held_out_text's, 0: not measured
   double calibration_seconds = 0;  // forwards over the calibration samples
   bool layer_by_layer = false;     // calibrated over stored layer inputs (QuantizeJob::layer_by_layer)
+  bool true_sequential = false;    // GPTQ's layers in stages (QuantizeJob::true_sequential)
   double seconds = 0;              // the whole job
 
   double bits_per_weight() const;       // of the quantized weights
