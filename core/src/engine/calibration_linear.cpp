@@ -55,6 +55,10 @@ Status CalibrationLinear::forward(const float* x, float* y, int64_t n_rows) noex
         }
       }
       observed_rows_ += n_rows;
+      if (!observe_product_) {
+        std::fill(y, y + n_rows * reference_->out_features(), 0.0f);
+        return Status::Ok();
+      }
       return reference_->forward(x, y, n_rows);
     }
     case Role::capture:

@@ -12,7 +12,9 @@
 //              their mean and largest magnitude per channel, for AWQ and
 //              SmoothQuant), then
 //              multiplies by the original weight (so the layer's later
-//              Linears see what the original layer computes);
+//              Linears see what the original layer computes), or, in a
+//              true-sequential stage, whose pass ends before anything reads
+//              the product, writes zeros;
 //   stop       layers after l: ends the forward early, nothing after l matters;
 //   reference  weights that are not quantized (the output head);
 //   capture    layer l, over the held-out text (--held-out): keeps its inputs
@@ -37,9 +39,13 @@ class CalibrationLinear final : public Linear {
       : reference_(std::move(reference)), stopped_(stopped) {}
 
   // keep_every > 0: also keep every keep_every-th input row, from row
-  // keep_every / 2 on (kept_inputs).
-  void observe_into(WeightQuantizer* quantizer, int64_t keep_every = 0) {
+  // keep_every / 2 on (kept_inputs). product = false: the outputs are
+  // zeros instead of the original weight's product, for passes that end
+  // before anything reads them (a true-sequential stage's: its pass stops at
+  // the next stage's first Linear, and a layer's output is thrown away).
+  void observe_into(WeightQuantizer* quantizer, int64_t keep_every = 0, bool product = true) {
     observer_ = quantizer;
+    observe_product_ = product;
     sum_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0);
     max_abs_input_.assign(static_cast<size_t>(reference_->in_features()), 0.0f);
     keep_every_ = keep_every;
@@ -100,6 +106,7 @@ class CalibrationLinear final : public Linear {
   WeightQuantizer* observer_ = nullptr;
   bool* stopped_;
   Role role_ = Role::reference;
+  bool observe_product_ = true;  // observe: multiply by the original weight (else zeros)
   int64_t observed_rows_ = 0;
   std::vector<double> sum_abs_input_;  // [in_features] while observing
   std::vector<float> max_abs_input_;   // [in_features] while observing

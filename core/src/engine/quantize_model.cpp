@@ -901,7 +901,10 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         end_passes_after_stage();
         for (Target* t : stage) {
           const std::string& name = t->weight->name;
-          t->linear->observe_into(quantizers.at(name).get(), keepers.contains(name) ? keep_every : 0);
+          // Of several stages, a stage's products go unread: its members
+          // read one input, and its pass ends at the next stage.
+          t->linear->observe_into(quantizers.at(name).get(), keepers.contains(name) ? keep_every : 0,
+                                  /*product=*/stages.size() == 1);
         }
         const auto calibration_start = Clock::now();
         if (layered) {
