@@ -1,5 +1,5 @@
 // tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F|gptq | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--no-true-sequential] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--held-out FILE [--held-out-samples N]] [--threads N] [--force] [--json]
+//   [--act-order] [--true-sequential] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--held-out FILE [--held-out-samples N]] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -184,8 +184,8 @@ int cmd_quantize(int argc, char** argv) {
       "default 128; -1: a whole row)",
       cxxopts::value<int>()->default_value("32"))("sym", "symmetric groups (no minimum)")(
       "asym", "asymmetric groups (a minimum per group)")("act-order", "GPTQ: columns by decreasing input energy")(
-      "no-true-sequential", "GPTQ: calibrate each layer's Linears all at once on the original layer's outputs, "
-      "instead of in stages (q/k/v, o, gate/up, down) each after the ones before it are quantized")(
+      "true-sequential", "GPTQ: calibrate each layer in stages (q/k/v, o, gate/up, down), each on the outputs of "
+      "the stages before it quantized, instead of the whole layer at once on the original layer's outputs")(
       "damp", "GPTQ: fraction of the Hessian's mean diagonal added to it", cxxopts::value<double>()->default_value(fmt::format("{}", QuantizeSpec{}.damp)))(
       "calibration", "calibration text file (GPTQ, AWQ)", cxxopts::value<std::string>())(
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
@@ -223,9 +223,9 @@ int cmd_quantize(int argc, char** argv) {
   job.sample_tokens = args["sample-tokens"].as<int64_t>();
   job.awq_grid = args["awq-grid"].as<int>();
   job.awq_clip = args.count("awq-no-clip") == 0;
-  job.true_sequential = args.count("no-true-sequential") == 0;
-  if (!job.true_sequential && args["method"].as<std::string>() != "gptq")
-    return report_usage("--no-true-sequential is a GPTQ setting");
+  job.true_sequential = args.count("true-sequential") > 0;
+  if (job.true_sequential && args["method"].as<std::string>() != "gptq")
+    return report_usage("--true-sequential is a GPTQ setting");
   if (!job.awq_clip && args["method"].as<std::string>() != "awq") return report_usage("--awq-no-clip is an AWQ setting");
   const std::string smooth = args["smooth"].as<std::string>();
   if (smooth == "auto") {

@@ -420,6 +420,7 @@ TEST_P(MambaModels, GptqCalibratedLayerByLayerWritesWhatWholeForwardsWrite) {
   job.sample_tokens = 64;
   job.threads = 2;
   job.force = true;
+  job.true_sequential = true;
   auto layered = quantize_model(job, test_registry());
   ASSERT_TRUE(layered.ok()) << layered.status().message();
   EXPECT_TRUE(layered->layer_by_layer);

@@ -124,7 +124,7 @@ TEST(Quantize, RoundingQ4_1IntoQ4_1KeepsEveryWeight) {
 // GPTQ into Q4_0, calibrated on a short text: every layer's weights are
 // quantized, the file runs, and each reports a finite, small output error.
 //
-// True sequential (the default) against the whole layer at once: layer 0's
+// True sequential (--true-sequential) against the whole layer at once: layer 0's
 // q/k/v, the first stage, observe the same inputs either way, so GPTQ gives
 // them the same errors; the stages after observe the outputs of the
 // quantized stages before them, which the layer at once does not, so their
@@ -137,6 +137,7 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
   job.calibration_text = calibration_text();
   job.samples = 2;
   job.sample_tokens = 48;
+  job.true_sequential = true;
   std::vector<int64_t> progress;
   auto report = quantize_model(job, test_registry(), [&](const QuantizeProgress& p) { progress.push_back(p.done); });
   ASSERT_TRUE(report.ok()) << report.status().message();
@@ -271,6 +272,7 @@ TEST(Quantize, CalibratingLayerByLayerWritesWhatWholeForwardsWrite) {
     job.samples = 2;
     job.sample_tokens = 40;
     if (int8) job.smooth_search = 4;
+    job.true_sequential = !int8;  // each stage's pass ends at the next stage, in both
     auto layered = quantize_model(job, test_registry());
     ASSERT_TRUE(layered.ok()) << layered.status().message();
     EXPECT_TRUE(layered->layer_by_layer);
@@ -437,9 +439,10 @@ TEST(Quantize, AwqFoldsItsScalesWithoutChangingTheModel) {
 // while the blocks run) and for rounding; for AWQ too (into Q4_0), where the
 // Linear runs on inputs divided by the scales (folded into the norm, or into
 // up for down), but for the up projections, whose outputs --held-out
-// measures in the float model's scale. GPTQ goes in true-sequential stages,
-// and --held-out takes each stage's rows with the stages before quantized,
-// as calibration does; without that the later stages would not agree.
+// measures in the float model's scale. GPTQ goes in true-sequential stages
+// here, and --held-out takes each stage's rows with the stages before
+// quantized, as calibration does; without that the later stages would not
+// agree.
 TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
   SKIP_WITHOUT_MODEL();
   for (const std::string method : {"gptq", "awq"}) {
@@ -453,10 +456,12 @@ TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
     job.samples = job.held_out_samples = 2;
     job.sample_tokens = 48;
     job.awq_grid = 4;
+    job.true_sequential = true;  // AWQ takes the layer at once even so
     auto report = quantize_model(job, test_registry());
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->held_out_tokens, 96);
-    // AWQ's scales fold across the layer: it takes the layer at once.
+    // AWQ's scales fold across the layer: it takes the layer at once even
+    // when asked.
     EXPECT_EQ(report->true_sequential, method == "gptq");
     ASSERT_EQ(report->weights.size(), 30u * 7u);
     for (const auto& w : report->weights) {

@@ -60,8 +60,10 @@ struct QuantizeJob {
   // (q/k/v, o, gate/up, down), each observing the stages before it
   // quantized (sequential_stages.hpp; the reference's --true-sequential).
   // false: the whole layer at once, every Linear on the original layer's
-  // outputs. AWQ and SmoothQuant always take the layer at once.
-  bool true_sequential = true;
+  // outputs; the default, as it measured as good or better on the 0.5B
+  // (docs/quantization.md, "True sequential"). AWQ and SmoothQuant always
+  // take the layer at once.
+  bool true_sequential = false;
   // The token embedding and the output head (token_embd.weight and
   // output.weight; with tied embeddings token_embd.weight is the head and
   // takes head_format), rounded to nearest into these formats ("ggml.q8_0"),
