@@ -120,7 +120,7 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   if (r.calibration_tokens > 0)
     fmt::print("  calibration: {} tokens, {:.1f} s of forwards ({}{})\n", r.calibration_tokens, r.calibration_seconds,
                r.layer_by_layer ? "layer by layer over stored inputs" : "whole forwards, layers 0..l for layer l",
-               r.true_sequential ? "; each layer in stages, q/k/v, o, gate/up, down" : "");
+               r.true_sequential ? "; true sequential: each layer in stages, in forward order" : "");
   fmt::print("  time: {:.1f} s\n", r.seconds);
   const QuantizedWeightReport* worst = nullptr;
   for (const auto& w : r.weights)

@@ -263,28 +263,31 @@ TEST(Quantize, GptqCheckpointGroupsLoadAsTheWeightsTheQuantizerChose) {
 // scales into the norms and Linears that the next layers' passes run.
 TEST(Quantize, CalibratingLayerByLayerWritesWhatWholeForwardsWrite) {
   SKIP_WITHOUT_MODEL();
-  for (const char* method : {"gptq", "int8"}) {
-    SCOPED_TRACE(method);
-    const bool int8 = std::string(method) == "int8";
-    const std::string output = scratch(std::string(method) + "_layered.gguf").string();
+  // GPTQ at once, GPTQ in true-sequential stages (each stage's pass ends at
+  // the next stage, in both ways), INT8.
+  for (const char* variant : {"gptq", "gptq_sequential", "int8"}) {
+    SCOPED_TRACE(variant);
+    const std::string method = std::string(variant) == "int8" ? "int8" : "gptq";
+    const bool int8 = method == "int8";
+    const std::string output = scratch(std::string(variant) + "_layered.gguf").string();
     QuantizeJob job = int8 ? job_for_int8(output) : job_for(output, method, "q4_0", true);
     job.calibration_text = calibration_text();
     job.samples = 2;
     job.sample_tokens = 40;
     if (int8) job.smooth_search = 4;
-    job.true_sequential = !int8;  // each stage's pass ends at the next stage, in both
+    job.true_sequential = std::string(variant) == "gptq_sequential";
     auto layered = quantize_model(job, test_registry());
     ASSERT_TRUE(layered.ok()) << layered.status().message();
     EXPECT_TRUE(layered->layer_by_layer);
 
     QuantizeJob whole = job;
-    whole.output = scratch(std::string(method) + "_whole.gguf").string();
+    whole.output = scratch(std::string(variant) + "_whole.gguf").string();
     whole.layer_by_layer = false;
     auto forwards = quantize_model(whole, test_registry());
     ASSERT_TRUE(forwards.ok()) << forwards.status().message();
     EXPECT_FALSE(forwards->layer_by_layer);
 
-    std::printf("%s: calibration %.2f s layer by layer, %.2f s by whole forwards (jobs %.2f and %.2f s)\n", method,
+    std::printf("%s: calibration %.2f s layer by layer, %.2f s by whole forwards (jobs %.2f and %.2f s)\n", variant,
                 layered->calibration_seconds, forwards->calibration_seconds, layered->seconds, forwards->seconds);
     ASSERT_EQ(layered->weights.size(), forwards->weights.size());
     for (size_t i = 0; i < layered->weights.size(); ++i) {
@@ -827,6 +830,17 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   gptq.calibration_text = calibration_text();
   gptq.sample_tokens = 100000;
   EXPECT_NE(message(gptq).find("do not fit the model's context"), std::string::npos);
+  // Passes that end early (true-sequential stages, whole forwards) would
+  // observe only a window's first prefill chunk.
+  gptq.samples = 1;
+  gptq.sample_tokens = 600;
+  gptq.true_sequential = true;
+  EXPECT_NE(message(gptq).find("true-sequential GPTQ calibrates windows of at most 512 tokens"), std::string::npos)
+      << message(gptq);
+  gptq.true_sequential = false;
+  gptq.layer_by_layer = false;
+  EXPECT_NE(message(gptq).find("calibration by whole forwards calibrates windows of at most 512"), std::string::npos)
+      << message(gptq);
   QuantizeJob held_out = job_for(out.string(), "gptq", "q4_0", true);
   held_out.force = false;
   held_out.calibration_text = calibration_text();

@@ -15,7 +15,8 @@
 //              Linears see what the original layer computes), or, in a
 //              true-sequential stage, whose pass ends before anything reads
 //              the product, writes zeros;
-//   stop       layers after l: ends the forward early, nothing after l matters;
+//   stop       layers after l, and layer l's later true-sequential stages:
+//              ends the pass early, nothing after it matters;
 //   reference  weights that are not quantized (the output head);
 //   capture    layer l, over the held-out text (--held-out): keeps its inputs
 //              and multiplies by the original weight.

@@ -805,6 +805,15 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   // layer at once, as their references do.
   const bool sequential = calibrate && job.true_sequential && job.spec.method == "gptq";
   report.true_sequential = sequential;
+  // A pass that ends early (at a later stage's Linear, or by whole forwards
+  // at layer l+1) ends its sample's prefill there: the chunks after the
+  // first would never run, and the Linears observe only the first chunk.
+  if ((sequential || (calibrate && !layered)) && job.sample_tokens > Session::kPrefillChunk)
+    return InvalidArgument(fmt::format("--sample-tokens {}: {} calibrates windows of at most {} tokens (one prefill "
+                                       "chunk); give {} or fewer",
+                                       job.sample_tokens,
+                                       sequential ? "true-sequential GPTQ" : "calibration by whole forwards",
+                                       Session::kPrefillChunk, Session::kPrefillChunk));
   LayerInputs held_out_inputs(s, held_out_samples, stopped);
   if (measure_held_out) TESSERA_RETURN_IF_ERROR(held_out_inputs.start());
 
@@ -918,10 +927,11 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
           }
         }
         report.calibration_seconds += seconds_since(calibration_start);
+        // Every stage sees every row: a pass that ended early would not.
         for (const Target* t : stage)
-          if (stages.size() > 1 && t->linear->observed_rows() == 0)
-            return Internal(fmt::format("{}: the calibration passes never reached it (stage order of layer {})",
-                                        t->weight->name, layer));
+          if (t->linear->observed_rows() != calibration_rows)
+            return Internal(fmt::format("{}: the calibration passes gave it {} of the samples' {} rows (layer {})",
+                                        t->weight->name, t->linear->observed_rows(), calibration_rows, layer));
       }
       if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "quantizing", seconds_since(start)});
       std::map<std::string, std::vector<float>> originals;  // the stage's weights, f32 [out, in]

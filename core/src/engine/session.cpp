@@ -24,10 +24,7 @@ namespace tessera {
 
 namespace {
 
-// Longest run of prompt tokens one forward takes: bounds the model's scratch
-// memory for long prompts and exercises the same path chunked prefill uses.
-constexpr int32_t kPrefillChunk = 512;
-static_assert(kPrefillChunk % kPromptSplitAlignment == 0);
+static_assert(Session::kPrefillChunk % kPromptSplitAlignment == 0);
 
 Result<std::shared_ptr<Architecture>> choose_architecture(const Pipeline& pipeline, const PluginRegistry& registry,
                                                           std::string_view model_arch, std::string* chosen) {

@@ -116,6 +116,14 @@ class Session {
   // One-line description of what was assembled, for logs.
   std::string describe() const;
 
+ public:
+  // Longest run of prompt tokens one forward takes (prompts, run_through and
+  // run_layers go in chunks of it): bounds the model's scratch memory for
+  // long prompts and exercises the same path chunked prefill uses. A pass
+  // that a Linear ends early (tessera quantize's calibration) ends the
+  // chunks after it too.
+  static constexpr int32_t kPrefillChunk = 512;
+
  private:
   Session() = default;
   // Appends `tokens` to `seq` (at positions n_past...) in chunks of at most
