@@ -886,8 +886,10 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         if (progress) progress({layers_done, static_cast<int64_t>(layers.size()), "calibrating", seconds_since(start)});
         // The layer's Linears of later stages end the passes (those of earlier
         // ones are quantized by now).
-        const auto end_passes_after_stage = [&] {
-          for (Target* t : weights)
+        // An init-capture: clang 14 (the fuzz build) cannot capture `weights`,
+        // a structured binding, by name.
+        const auto end_passes_after_stage = [&layer_weights = weights] {
+          for (Target* t : layer_weights)
             if (t->linear->role() != CalibrationLinear::Role::quantized) t->linear->stop();
         };
         if (measure_held_out) {  // before observing: that starts the statistics AWQ reads
