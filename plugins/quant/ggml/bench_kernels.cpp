@@ -15,6 +15,7 @@
 // Prefill: 512 activation rows at once (GFLOP/s counter; "int8 GOP/s" counts
 // every activation term's products, the integer work done).
 // Int8Peak/<level>: one core's ceiling for that work (int8_peak.hpp).
+// GptqSolve/<rows>/<cols>/<level>: GPTQ's solve of one weight, H given.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -32,6 +33,8 @@
 #include "int8_peak.hpp"
 #endif
 #include "formats.hpp"
+#include "grid_quantize.hpp"
+#include "hessian_products.hpp"
 #include "kernels.hpp"
 #include "kquant_linear.hpp"
 #include "prefetch_choice.hpp"
@@ -407,6 +410,45 @@ BENCHMARK(BM_FloatRows)
     ->ArgsProduct({{static_cast<int64_t>(DType::f16), static_cast<int64_t>(DType::bf16), static_cast<int64_t>(DType::f32)},
                    {1, 2, 3, 4, 8, 32}})
     ->ArgNames({"type", "rows"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// GPTQ's solve of one weight (grid_quantize.hpp: H's factor, then the
+// columns in lazy blocks of 128) at Qwen2.5-0.5B's shapes, Q4_0 grids, 2
+// threads: the down projection (896 x 4864), gate/up (4864 x 896), q/o (896
+// x 896). H from random inputs (its values do not change the work).
+// args: rows, cols, level (IsaLevel value)
+void BM_GptqSolve(benchmark::State& state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const auto level = static_cast<IsaLevel>(state.range(2));
+  if (!cpu_supports(level)) {
+    state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  omp_set_num_threads(2);
+  const auto w = random_x(rows * cols, 7);
+  const int64_t inputs = 2 * cols;
+  const auto x = random_x(inputs * cols, 8);
+  Eigen::MatrixXf h = Eigen::MatrixXf::Zero(cols, cols);  // [cols, cols]; its lower triangle
+  if (!add_gram(x.data(), inputs, cols, h.data())) {
+    state.SkipWithError("out of memory");
+    return;
+  }
+  for (auto _ : state) {
+    auto g = gptq(DType::q4_0, w.data(), rows, cols, h, GptqSettings{.level = level});
+    if (!g.ok()) {
+      state.SkipWithError(std::string(g.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(g->q.data());
+  }
+  state.SetLabel(std::string(isa_level_name(level)));
+}
+BENCHMARK(BM_GptqSolve)
+    ->ArgsProduct({{896}, {4864}, {static_cast<int64_t>(IsaLevel::avx2), static_cast<int64_t>(IsaLevel::avx512_vnni)}})
+    ->Args({4864, 896, static_cast<int64_t>(IsaLevel::avx512_vnni)})
+    ->Args({896, 896, static_cast<int64_t>(IsaLevel::avx512_vnni)})
+    ->ArgNames({"rows", "cols", "level"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -1,7 +1,5 @@
 #include "grid_quantize.hpp"
 
-#include <Eigen/Cholesky>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "blocks.hpp"
+#include "gptq_linear_algebra.hpp"
 #include "hessian_products.hpp"
 
 namespace tessera::ggml {
@@ -35,26 +34,22 @@ GridWeights finished(GridWeights g) {
   return g;
 }
 
-// The Cholesky factor U (upper, H⁻¹ = Uᵀ U) of the damped Hessian's inverse;
-// the damping grows tenfold, up to three times, while H stays singular.
-// One factorization gives it: with P the permutation that reverses the order
-// and P·H·P = L·Lᵀ, H⁻¹ = (P·L⁻¹·P)ᵀ (P·L⁻¹·P), and P·L⁻¹·P is upper
-// triangular with a positive diagonal, so it is U. A Cholesky and a
-// triangular inverse: half the work of inverting H and factoring the inverse
-// (a 4864-wide H: 3 s of a layer's solve), and nearer a float64 result.
-Result<Eigen::MatrixXf> inverse_cholesky(const Eigen::MatrixXf& h, double damp) {
+// The Cholesky factor U (upper, H⁻¹ = Uᵀ U) of the damped Hessian's inverse
+// (gptq_linear_algebra.hpp); the damping grows tenfold, up to three times,
+// while H stays singular. h: [n, n], both triangles filled.
+Result<Eigen::MatrixXf> inverse_cholesky(const Eigen::MatrixXf& h, double damp, IsaLevel level) {
   const auto n = h.rows();
   const double mean_diagonal = static_cast<double>(h.diagonal().mean());
+  Eigen::MatrixXf u(n, n);
   for (int attempt = 0; attempt < 4; ++attempt, damp *= 10) {
-    Eigen::MatrixXf reversed = h.reverse();  // P·H·P
-    reversed.diagonal().array() += static_cast<float>(damp * mean_diagonal);
-    const Eigen::LLT<Eigen::MatrixXf> factor(reversed);
-    if (factor.info() != Eigen::Success) continue;
-    Eigen::MatrixXf inverse_l = Eigen::MatrixXf::Identity(n, n);  // becomes L⁻¹
-    factor.matrixL().solveInPlace(inverse_l);
-    const Eigen::MatrixXf u = inverse_l.reverse();  // L⁻¹'s zeros above its diagonal land below U's
-    if (!u.diagonal().allFinite() || (u.diagonal().array() <= 0.0f).any()) continue;
-    return u;
+    switch (inverse_cholesky_upper(h.data(), n, static_cast<float>(damp * mean_diagonal), u.data(), level)) {
+      case FactorOutcome::ok:
+        return u;
+      case FactorOutcome::out_of_memory:
+        throw std::bad_alloc();  // as Eigen's own allocations report it
+      case FactorOutcome::not_positive_definite:
+        break;
+    }
   }
   return Internal("GPTQ: the inputs' Hessian is not positive definite even with damping " + std::to_string(damp / 10) +
                   " of its mean diagonal");
@@ -152,7 +147,7 @@ Result<GridWeights> gptq(const GridLayout& layout, const float* w, int64_t rows,
     work.col(k) = original.col(order[static_cast<size_t>(k)]);
     for (int64_t j = 0; j < cols; ++j) h_ordered(j, k) = h(order[static_cast<size_t>(j)], order[static_cast<size_t>(k)]);
   }
-  auto factor = inverse_cholesky(h_ordered, settings.damp);
+  auto factor = inverse_cholesky(h_ordered, settings.damp, settings.level);
   if (!factor.ok()) return factor.status();
   const Eigen::MatrixXf& u = *factor;
 
@@ -181,9 +176,15 @@ Result<GridWeights> gptq(const GridLayout& layout, const float* w, int64_t rows,
         errors(r, k - i1) = (work(r, k) - grid.value(q)) / diagonal;
       }
       const int64_t rest = i2 - k - 1;
-      if (rest > 0) work.middleCols(k + 1, rest).noalias() -= errors.col(k - i1) * u.block(k, k + 1, 1, rest);
+      // work[:, k+1 .. i2) -= errors[:, k] · U[k, k+1 .. i2)
+      if (rest > 0 && !subtract_product(&work(0, k + 1), rows, &errors(0, k - i1), rows, &u(k, k + 1), cols, rows, rest,
+                                        1, settings.level))
+        throw std::bad_alloc();
     }
-    if (i2 < cols) work.rightCols(cols - i2).noalias() -= errors * u.block(i1, i2, i2 - i1, cols - i2);
+    // work[:, i2 ..) -= errors · U[i1 .. i2, i2 ..)
+    if (i2 < cols && !subtract_product(&work(0, i2), rows, errors.data(), rows, &u(i1, i2), cols, rows, cols - i2,
+                                       i2 - i1, settings.level))
+      throw std::bad_alloc();
   }
   return finished(std::move(out));
 }

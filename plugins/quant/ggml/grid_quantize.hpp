@@ -30,6 +30,7 @@
 
 #include "block_grid.hpp"
 #include "group_grid.hpp"
+#include "tessera/isa.hpp"
 #include "tessera/quantizer.hpp"
 #include "tessera/status.hpp"
 
@@ -82,6 +83,7 @@ struct GptqSettings {
   bool act_order = false;
   double damp = QuantizeSpec{}.damp;  // of the mean diagonal of H; the SDK's default, one literal
   int64_t block_columns = 128;    // columns whose updates are applied within the block; a multiple of 32
+  IsaLevel level = best_isa_level();  // of the dense linear algebra (gptq_linear_algebra.hpp); tests pin each
 };
 
 // w[rows, cols] row-major; hessian [cols, cols] symmetric (its lower triangle

@@ -270,7 +270,11 @@ GridWeights gptq_float64(const GridLayout& layout, const std::vector<float>& w, 
 // rounding of a grid's midpoint, whose error then moves the later columns a
 // little: at least 99% of the values the same, and the output error within
 // 0.5% of the reference's (on these inputs every value agrees, on a Zen 5).
-TEST(Gptq, ChoosesWhatAFloat64ReferenceOfTheAlgorithmChooses) {
+// At every instruction-set level of its linear algebra.
+class GptqLevel : public ::testing::TestWithParam<IsaLevel> {};
+
+TEST_P(GptqLevel, ChoosesWhatAFloat64ReferenceOfTheAlgorithmChooses) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
   constexpr int64_t kRows = 6, kCols = 256 * 2, kInputs = 2048;
   const auto w = random_floats(kRows * kCols, 41);
   const auto x = correlated_inputs(kInputs, kCols, 42);
@@ -282,7 +286,8 @@ TEST(Gptq, ChoosesWhatAFloat64ReferenceOfTheAlgorithmChooses) {
     for (bool act_order : {false, true}) {
       const std::string what = layout_name + (act_order ? " act-order" : "");
       const GridWeights want = gptq_float64(layout, w, kRows, kCols, h, act_order, 0.01);
-      auto got = gptq(layout, w.data(), kRows, kCols, h, GptqSettings{.act_order = act_order, .damp = 0.01});
+      auto got = gptq(layout, w.data(), kRows, kCols, h,
+                      GptqSettings{.act_order = act_order, .damp = 0.01, .level = GetParam()});
       ASSERT_TRUE(got.ok()) << got.status().message();
       int64_t same = 0;
       for (size_t i = 0; i < want.q.size(); ++i) same += got->q[i] == want.q[i];
@@ -292,6 +297,8 @@ TEST(Gptq, ChoosesWhatAFloat64ReferenceOfTheAlgorithmChooses) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, GptqLevel, ::testing::ValuesIn(testing::all_levels()), testing::level_param_name);
 
 // Through the plugin's interface: observe() in pieces, quantize(), and the
 // reported error equals ||(W - Q) Xᵀ||² / ||W Xᵀ||² computed directly.
