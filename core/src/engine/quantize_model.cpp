@@ -851,17 +851,26 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     }
     // The layer's weights in the stages they are calibrated and quantized in:
     // all at once, or GPTQ's true-sequential stages (sequential_stages.hpp).
+    std::vector<std::string> names;
+    for (const Target* t : weights) names.push_back(t->weight->name);
+    const std::vector<std::vector<size_t>> forward_stages = sequential_stages(names);
     std::vector<std::vector<Target*>> stages;
     if (sequential) {
-      std::vector<std::string> names;
-      for (const Target* t : weights) names.push_back(t->weight->name);
-      for (const std::vector<size_t>& stage : sequential_stages(names)) {
+      for (const std::vector<size_t>& stage : forward_stages) {
         std::vector<Target*>& members = stages.emplace_back();
         for (const size_t i : stage) members.push_back(weights[i]);
       }
     } else {
       stages.push_back(weights);
     }
+    // Nothing reads the products of the layer's last stage (the down
+    // projection, Mamba's out projection) but the layer's output, which a
+    // pass observing the layer throws away (the next layer's inputs come from
+    // its quantized weights), so they are not computed. Where the kinds are
+    // not known (one stage), every product is.
+    std::set<std::string> unread_products;
+    if (forward_stages.size() > 1)
+      for (const size_t i : forward_stages.back()) unread_products.insert(names[i]);
     // SmoothQuant's alpha search runs the candidates on up to
     // kSmoothSearchRows input rows, spread evenly over the samples, kept
     // by the first Linear of each scale group (the others read the same).
@@ -912,10 +921,10 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
         end_passes_after_stage();
         for (Target* t : stage) {
           const std::string& name = t->weight->name;
-          // Of several stages, a stage's products go unread: its members
+          // Of several stages, a stage's products go unread too: its members
           // read one input, and its pass ends at the next stage.
           t->linear->observe_into(quantizers.at(name).get(), keepers.contains(name) ? keep_every : 0,
-                                  /*product=*/stages.size() == 1);
+                                  /*product=*/stages.size() == 1 && !unread_products.contains(name));
         }
         const auto calibration_start = Clock::now();
         if (layered) {
