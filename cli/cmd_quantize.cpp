@@ -1,5 +1,5 @@
 // tessera quantize IN OUT --method rtn|gptq|awq|int8 [--format F|gptq | --bits N --sym/--asym] [--group-size N]
-//   [--act-order] [--true-sequential] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--held-out FILE [--held-out-samples N]] [--threads N] [--force] [--json]
+//   [--act-order] [--true-sequential] [--damp X] [--awq-grid N] [--smooth A|auto] [--rotation hadamard|none] [--calibration FILE --samples N --sample-tokens L] [--calibration-activations q8|q8x2|f32] [--held-out FILE [--held-out-samples N]] [--threads N] [--force] [--json]
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -118,9 +118,11 @@ void print_summary(const QuantizeJob& job, const QuantizeReport& r) {
   fmt::print("  bits per weight: {:.3f} (quantized weights), {:.3f} (every tensor); file {:.1f} MiB\n",
              r.bits_per_weight(), r.file_bits_per_weight(), static_cast<double>(r.output_file_bytes) / (1 << 20));
   if (r.calibration_tokens > 0)
-    fmt::print("  calibration: {} tokens, {:.1f} s of forwards ({}{})\n", r.calibration_tokens, r.calibration_seconds,
+    fmt::print("  calibration: {} tokens, {:.1f} s of forwards ({}{}; activations {})\n", r.calibration_tokens,
+               r.calibration_seconds,
                r.layer_by_layer ? "layer by layer over stored inputs" : "whole forwards, layers 0..l for layer l",
-               r.true_sequential ? "; true sequential: each layer in stages, in forward order" : "");
+               r.true_sequential ? "; true sequential: each layer in stages, in forward order" : "",
+               r.calibration_activations);
   fmt::print("  time: {:.1f} s\n", r.seconds);
   const QuantizedWeightReport* worst = nullptr;
   for (const auto& w : r.weights)
@@ -190,6 +192,9 @@ int cmd_quantize(int argc, char** argv) {
       "calibration", "calibration text file (GPTQ, AWQ)", cxxopts::value<std::string>())(
       "samples", "calibration windows", cxxopts::value<int64_t>()->default_value("128"))(
       "sample-tokens", "tokens per calibration window", cxxopts::value<int64_t>()->default_value("512"))(
+      "calibration-activations", "how the calibration passes' block-format products take their activations: q8 "
+      "(one int8 term, the default), q8x2 (two, the default with --held-out, and of `tessera run`) or f32",
+      cxxopts::value<std::string>())(
       "held-out", "a second text, never calibrated on: report each Linear's output error on its inputs beside "
       "rounding to nearest's (--held-out-samples windows of --sample-tokens)", cxxopts::value<std::string>())(
       "held-out-samples", "held-out windows", cxxopts::value<int64_t>()->default_value("8"))(
@@ -224,6 +229,12 @@ int cmd_quantize(int argc, char** argv) {
   job.awq_grid = args["awq-grid"].as<int>();
   job.awq_clip = args.count("awq-no-clip") == 0;
   job.true_sequential = args.count("true-sequential") > 0;
+  if (args.count("calibration-activations")) {
+    job.calibration_activations = args["calibration-activations"].as<std::string>();
+    if (job.calibration_activations != "q8" && job.calibration_activations != "q8x2" &&
+        job.calibration_activations != "f32")
+      return report_usage("--calibration-activations: give q8, q8x2 or f32");
+  }
   if (job.true_sequential && args["method"].as<std::string>() != "gptq")
     return report_usage("--true-sequential is a GPTQ setting");
   if (!job.awq_clip && args["method"].as<std::string>() != "awq") return report_usage("--awq-no-clip is an AWQ setting");

@@ -499,6 +499,8 @@ TEST(Cli, QuantizeRefusesBadArgumentsWithExit2) {
                          "--awq-no-clip is an AWQ setting");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method awq --true-sequential"), 2,
                          "--true-sequential is a GPTQ setting");
+  expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --method gptq --calibration-activations q4"), 2,
+                         "--calibration-activations: give q8, q8x2 or f32");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --bits 2"), 2,
                          "no GGUF block format holds 2-bit symmetric groups");
   expect_one_clear_error(run_command(kCli + " quantize a.gguf b.gguf --output-tensor-type q2_k"), 2,

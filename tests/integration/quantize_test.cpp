@@ -185,6 +185,41 @@ TEST(Quantize, GptqCalibratesLayerByLayerAndWritesARunnableFile) {
         << later;
 }
 
+// The calibration passes' activations (QuantizeJob::calibration_activations)
+// reach the block-format products. Layer 0's q/k/v observe the normed
+// embeddings, which no product computed, so rounding's error measured on
+// their inputs is the same either way; the o projection observes what
+// q/k/v's Q4_1 products computed, in one int8 term (the default) or in two,
+// so its is not. The report and the file say which ran.
+TEST(Quantize, CalibrationActivationsReachTheProducts) {
+  SKIP_WITHOUT_MODEL();
+  QuantizeJob job = job_for(scratch("gptq_q8_calibrated.gguf").string(), "gptq", "q4_0", true);
+  job.calibration_text = calibration_text();
+  job.samples = 2;
+  job.sample_tokens = 48;
+  auto one_term = quantize_model(job, test_registry());
+  ASSERT_TRUE(one_term.ok()) << one_term.status().message();
+  EXPECT_EQ(one_term->calibration_activations, "q8");
+  QuantizeJob two_terms_job = job;
+  two_terms_job.output = scratch("gptq_q8x2_calibrated.gguf").string();
+  two_terms_job.calibration_activations = "q8x2";
+  auto two_terms = quantize_model(two_terms_job, test_registry());
+  ASSERT_TRUE(two_terms.ok()) << two_terms.status().message();
+  EXPECT_EQ(two_terms->calibration_activations, "q8x2");
+  for (const auto& [report, path] : {std::pair{&*one_term, job.output}, std::pair{&*two_terms, two_terms_job.output}}) {
+    auto written = open_model(path);
+    ASSERT_TRUE(written.ok()) << written.status().message();
+    EXPECT_EQ((*written)->gguf()->get_string("tessera.quantize.calibration_activations").value_or(""),
+              report->calibration_activations);
+  }
+  std::map<std::string, double> one_term_rounding, two_terms_rounding;
+  for (const auto& w : one_term->weights) one_term_rounding[w.name] = w.rounding_relative_error;
+  for (const auto& w : two_terms->weights) two_terms_rounding[w.name] = w.rounding_relative_error;
+  for (const char* first : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"})
+    EXPECT_EQ(one_term_rounding.at(first), two_terms_rounding.at(first)) << first;
+  EXPECT_NE(one_term_rounding.at("blk.0.attn_output.weight"), two_terms_rounding.at("blk.0.attn_output.weight"));
+}
+
 // --format gptq: groups GGUF's block types cannot hold (3 bits, 128 columns
 // a group; the default model's 576-wide rows end in a group of 64) are
 // written as GPTQ checkpoint tensors, which load back as blocks holding what
@@ -462,6 +497,7 @@ TEST(Quantize, HeldOutErrorsAgreeWithTheCalibrationErrorsOnTheSameText) {
     job.true_sequential = true;  // AWQ takes the layer at once even so
     auto report = quantize_model(job, test_registry());
     ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->calibration_activations, "q8x2");  // the default with a held-out text
     EXPECT_EQ(report->held_out_tokens, 96);
     // AWQ's scales fold across the layer: it takes the layer at once even
     // when asked.
@@ -840,6 +876,11 @@ TEST(Quantize, BadJobsFailBeforeWritingAnything) {
   gptq.true_sequential = false;
   gptq.layer_by_layer = false;
   EXPECT_NE(message(gptq).find("calibration by whole forwards calibrates windows of at most 512"), std::string::npos)
+      << message(gptq);
+  gptq.layer_by_layer = true;
+  gptq.sample_tokens = 48;
+  gptq.calibration_activations = "q4";
+  EXPECT_NE(message(gptq).find("calibration activations 'q4': give q8, q8x2 or f32"), std::string::npos)
       << message(gptq);
   QuantizeJob held_out = job_for(out.string(), "gptq", "q4_0", true);
   held_out.force = false;

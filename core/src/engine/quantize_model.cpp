@@ -97,9 +97,24 @@ struct Target {
   int layer = 0;
 };
 
+// QuantizeJob::calibration_activations, "" resolved.
+Result<std::string> calibration_activations(const QuantizeJob& job) {
+  if (job.calibration_activations.empty()) return std::string(job.held_out_text.empty() ? "q8" : "q8x2");
+  if (job.calibration_activations == "q8" || job.calibration_activations == "q8x2" ||
+      job.calibration_activations == "f32")
+    return job.calibration_activations;
+  return InvalidArgument(fmt::format("calibration activations '{}': give q8, q8x2 or f32", job.calibration_activations));
+}
+
+// The model as the calibration passes run it: the ggml plugin (the block
+// formats' products) first, its activations as the job says.
 Result<Pipeline> pipeline_for(const QuantizeJob& job, PluginRegistry& registry) {
+  auto activations = calibration_activations(job);
+  if (!activations.ok()) return activations.status();
   toml::table run{{"threads", job.threads}};
-  toml::table doc{{"model", toml::table{{"path", job.input}}}, {"run", std::move(run)}};
+  toml::table doc{{"model", toml::table{{"path", job.input}}},
+                  {"quant", toml::table{{"activations", *activations}}},
+                  {"run", std::move(run)}};
   std::ostringstream text;
   text << doc;
   return parse_pipeline(text.str(), "<tessera quantize>", fs::current_path(), {}, registry, /*scan_plugins=*/true);
@@ -390,8 +405,10 @@ Status write_output(const QuantizeJob& job, const GgufFile& input, const std::ma
   if (job.smooth > 0) writer.set_f32("tessera.quantize.smoothquant_alpha", static_cast<float>(job.smooth));
   if (job.smooth_search > 0)
     writer.set_u32("tessera.quantize.smoothquant_alpha_search", static_cast<uint32_t>(job.smooth_search));
-  if (report.calibration_tokens > 0)
+  if (report.calibration_tokens > 0) {
     writer.set_u32("tessera.quantize.calibration_tokens", static_cast<uint32_t>(report.calibration_tokens));
+    writer.set_string("tessera.quantize.calibration_activations", report.calibration_activations);
+  }
   TESSERA_RETURN_IF_ERROR(writer.write(job.output));
   std::error_code ec;
   report.output_file_bytes = fs::file_size(job.output, ec);
@@ -666,6 +683,7 @@ nlohmann::json QuantizeReport::to_json() const {
           {"calibration_seconds", calibration_seconds},
           {"calibration_layer_by_layer", layer_by_layer},
           {"calibration_true_sequential", true_sequential},
+          {"calibration_activations", calibration_tokens > 0 ? nlohmann::json(calibration_activations) : nlohmann::json()},
           {"seconds", seconds},
           {"mean_relative_error", mean_relative_error()},
           {"mean_gain_over_rounding", mean_gain_over_rounding()},
@@ -713,6 +731,7 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
 
   QuantizeReport report;
   report.method = job.spec.method;
+  report.calibration_activations = *calibration_activations(job);  // checked by pipeline_for
   report.smooth_searched = job.smooth_search > 0;
   report.rotated_inputs = job.spec.rotate_inputs;
   report.format = job.spec.format;

@@ -42,6 +42,15 @@ struct QuantizeJob {
   // Needs a calibrating method and layer-by-layer calibration.
   std::string held_out_text;
   int64_t held_out_samples = 8;
+  // How the calibration passes' quantized-domain products (the input's
+  // block-format weights, the layers already quantized) take their
+  // activations: the ggml plugin's `activations`, "q8x2", "q8" or "f32".
+  // "": "q8", one int8 term: prefill at about twice q8x2's speed, and on
+  // Qwen2.5-0.5B the same output errors to three digits and a perplexity
+  // and KL divergence within their uncertainties (docs/quantization.md);
+  // with a held-out text "q8x2", the arithmetic its per-Linear errors were
+  // always measured in.
+  std::string calibration_activations;
   int64_t threads = 0;           // 0: every core
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n
   bool awq_clip = true;          // AWQ: search each group's clipping (q/k excepted) after the scales
@@ -159,6 +168,7 @@ struct QuantizeReport {
   double calibration_seconds = 0;  // forwards over the calibration samples
   bool layer_by_layer = false;     // calibrated over stored layer inputs (QuantizeJob::layer_by_layer)
   bool true_sequential = false;    // GPTQ's layers in stages (QuantizeJob::true_sequential)
+  std::string calibration_activations;  // as the passes ran them (QuantizeJob::calibration_activations)
   double seconds = 0;              // the whole job
 
   double bits_per_weight() const;       // of the quantized weights
