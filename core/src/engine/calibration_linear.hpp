@@ -12,9 +12,12 @@
 //              their mean and largest magnitude per channel, for AWQ and
 //              SmoothQuant), then
 //              multiplies by the original weight (so the layer's later
-//              Linears see what the original layer computes), or, in a
+//              Linears see what the original layer computes), or, where
+//              nothing kept reads the product, writes zeros: in a
 //              true-sequential stage, whose pass ends before anything reads
-//              the product, writes zeros;
+//              it, and in the layer's last stage (the down projection),
+//              whose product reaches only the layer's output, which an
+//              observing pass throws away;
 //   stop       layers after l, and layer l's later true-sequential stages:
 //              ends the pass early, nothing after it matters;
 //   reference  weights that are not quantized (the output head);
@@ -41,9 +44,10 @@ class CalibrationLinear final : public Linear {
 
   // keep_every > 0: also keep every keep_every-th input row, from row
   // keep_every / 2 on (kept_inputs). product = false: the outputs are
-  // zeros instead of the original weight's product, for passes that end
-  // before anything reads them (a true-sequential stage's: its pass stops at
-  // the next stage's first Linear, and a layer's output is thrown away).
+  // zeros instead of the original weight's product, for passes in which
+  // nothing kept reads them (a true-sequential stage's: its pass stops at
+  // the next stage's first Linear; the layer's last stage's: only the
+  // layer's output reads it, and that is thrown away).
   void observe_into(WeightQuantizer* quantizer, int64_t keep_every = 0, bool product = true) {
     observer_ = quantizer;
     observe_product_ = product;

@@ -885,11 +885,10 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     // Nothing reads the products of the layer's last stage (the down
     // projection, Mamba's out projection) but the layer's output, which a
     // pass observing the layer throws away (the next layer's inputs come from
-    // its quantized weights), so they are not computed. Where the kinds are
-    // not known (one stage), every product is.
+    // its quantized weights), so they are not computed. Where that is not
+    // known (output_only_weights), every product is.
     std::set<std::string> unread_products;
-    if (forward_stages.size() > 1)
-      for (const size_t i : forward_stages.back()) unread_products.insert(names[i]);
+    for (const size_t i : output_only_weights(names)) unread_products.insert(names[i]);
     // SmoothQuant's alpha search runs the candidates on up to
     // kSmoothSearchRows input rows, spread evenly over the samples, kept
     // by the first Linear of each scale group (the others read the same).
@@ -1087,6 +1086,7 @@ Result<QuantizeReport> quantize_model(const QuantizeJob& job, PluginRegistry& re
   if (!fs::is_directory(job.input, ec)) return quantize_gguf(job, registry, progress);
   const auto start = Clock::now();
   TESSERA_RETURN_IF_ERROR(check_paths(job));
+  if (auto activations = calibration_activations(job); !activations.ok()) return activations.status();  // before converting
   QuantizeJob from_gguf = job;
   from_gguf.input = fmt::format("{}.hf-{}.gguf.tmp", job.output, ::getpid());  // never a file of the user's
   struct RemoveAtExit {

@@ -42,14 +42,15 @@ struct QuantizeJob {
   // Needs a calibrating method and layer-by-layer calibration.
   std::string held_out_text;
   int64_t held_out_samples = 8;
-  // How the calibration passes' quantized-domain products (the input's
-  // block-format weights, the layers already quantized) take their
-  // activations: the ggml plugin's `activations`, "q8x2", "q8" or "f32".
+  // How the calibration passes' block-format products (the input's
+  // quantized weights, the layers already quantized into GGUF block
+  // formats) take their activations: the ggml plugin's `activations`,
+  // "q8x2", "q8" or "f32" (INT8 W8A8's Linears keep their own plugin's).
   // "": "q8", one int8 term: prefill at about twice q8x2's speed, and on
-  // Qwen2.5-0.5B the same output errors to three digits and a perplexity
-  // and KL divergence within their uncertainties (docs/quantization.md);
-  // with a held-out text "q8x2", the arithmetic its per-Linear errors were
-  // always measured in.
+  // Qwen2.5-0.5B the same output errors to three digits and no measured
+  // loss in perplexity or KL divergence (docs/quantization.md); with a
+  // held-out text "q8x2", the arithmetic its per-Linear errors were always
+  // measured in.
   std::string calibration_activations;
   int64_t threads = 0;           // 0: every core
   int32_t awq_grid = 20;         // AWQ: exponents tried, 0, 1/n, ..., (n-1)/n

@@ -1,5 +1,6 @@
 #include "engine/sequential_stages.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string_view>
@@ -23,6 +24,7 @@ constexpr std::array<std::pair<std::string_view, int>, 11> kStageOfKind = {{
     {"ssm_out", 7},
 }};
 constexpr int kStages = 8;
+constexpr int kFirstMambaStage = 4;  // stages 0-3 are a Transformer layer's, 4-7 a Mamba layer's
 
 // "blk.3.attn_q.weight" -> "attn_q"; nullopt for any other form.
 std::optional<std::string_view> kind_of(std::string_view name) {
@@ -57,6 +59,22 @@ std::vector<std::vector<size_t>> sequential_stages(std::span<const std::string> 
   for (auto& stage : by_stage)
     if (!stage.empty()) stages.push_back(std::move(stage));
   return stages;
+}
+
+std::vector<size_t> output_only_weights(std::span<const std::string> names) {
+  int last = -1;
+  bool transformer = false, mamba = false;
+  for (const std::string& name : names) {
+    const auto stage = stage_of(name);
+    if (!stage) return {};
+    (*stage < kFirstMambaStage ? transformer : mamba) = true;
+    last = std::max(last, *stage);
+  }
+  if (transformer && mamba) return {};
+  std::vector<size_t> members;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (stage_of(names[i]) == last) members.push_back(i);
+  return members;
 }
 
 }  // namespace tessera

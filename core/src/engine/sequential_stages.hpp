@@ -29,4 +29,11 @@ namespace tessera {
 // stage placed after it would never be reached.
 std::vector<std::vector<size_t>> sequential_stages(std::span<const std::string> names);
 
+// The weights of the layer's last stage, whose products nothing observed
+// after them reads, only the layer's output (the down projection; Mamba's
+// out projection), as indices into `names`. Empty where that is not known: a
+// kind the stages above do not know, or Transformer and Mamba kinds in one
+// layer (a hybrid's order is its architecture's, not this table's).
+std::vector<size_t> output_only_weights(std::span<const std::string> names);
+
 }  // namespace tessera

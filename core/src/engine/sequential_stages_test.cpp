@@ -40,5 +40,24 @@ TEST(SequentialStages, AnUnknownKindMakesTheLayerOneStage) {
 
 TEST(SequentialStages, NoWeightsNoStages) { EXPECT_TRUE(sequential_stages({}).empty()); }
 
+using Indices = std::vector<size_t>;
+
+TEST(OutputOnlyWeights, TheLayersLastStage) {
+  const std::vector<std::string> transformer = {"blk.7.attn_k.weight", "blk.7.ffn_down.weight", "blk.7.ffn_up.weight"};
+  EXPECT_EQ(output_only_weights(transformer), (Indices{1}));
+  // The down projection kept by the format: gate/up are the last observed.
+  const std::vector<std::string> without_down = {"blk.0.ffn_gate.weight", "blk.0.attn_q.weight", "blk.0.ffn_up.weight"};
+  EXPECT_EQ(output_only_weights(without_down), (Indices{0, 2}));
+  const std::vector<std::string> mamba = {"blk.2.ssm_out.weight", "blk.2.ssm_in.weight"};
+  EXPECT_EQ(output_only_weights(mamba), (Indices{0}));
+}
+
+TEST(OutputOnlyWeights, NoneWhereTheOrderIsNotKnown) {
+  EXPECT_TRUE(output_only_weights(std::vector<std::string>{"blk.0.ffn_down.weight", "blk.0.mystery.weight"}).empty());
+  // A hybrid layer: whether its FFN reads the SSM's output is its architecture's.
+  EXPECT_TRUE(output_only_weights(std::vector<std::string>{"blk.0.ffn_down.weight", "blk.0.ssm_out.weight"}).empty());
+  EXPECT_TRUE(output_only_weights({}).empty());
+}
+
 }  // namespace
 }  // namespace tessera

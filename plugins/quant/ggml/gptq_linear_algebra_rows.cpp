@@ -7,10 +7,11 @@
 
 // Eigen's own kernels, never OpenBLAS's (gptq_linear_algebra.hpp says why).
 #undef EIGEN_USE_BLAS
-// A namespace of this level's own for Eigen's templates, so that the linker
-// cannot merge them with another level's copies (hessian_products_rows.cpp
-// says more).
-#define TESSERA_EIGEN_NAME_(level) Eigen_##level
+// A namespace of this file's and this level's own for Eigen's templates, so
+// that the linker cannot merge them with another level's copies
+// (hessian_products_rows.cpp says more), nor with that file's copies at this
+// level, which are compiled without EIGEN_DONT_PARALLELIZE.
+#define TESSERA_EIGEN_NAME_(level) Eigen_gptq_##level
 #define TESSERA_EIGEN_NAME(level) TESSERA_EIGEN_NAME_(level)
 #define Eigen TESSERA_EIGEN_NAME(TESSERA_ISA_NAMESPACE)
 // The products split their work into panels on the OpenMP threads here, each

@@ -9,6 +9,8 @@
 #include <Eigen/LU>
 
 #include <cmath>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 #include "ggml_testing.hpp"
@@ -39,7 +41,8 @@ TEST_P(FactorLevel, InverseCholeskyIsTheFloat64Factor) {
     const Eigen::MatrixXd h = gram_of_random_rows(n, 3);
     const double shift = 0.01 * h.diagonal().mean();
     const Eigen::MatrixXf h32 = h.cast<float>();
-    Eigen::MatrixXf u(n, n);
+    // NaN everywhere: every value of U, the zeros below its diagonal too, must be written.
+    Eigen::MatrixXf u = Eigen::MatrixXf::Constant(n, n, std::numeric_limits<float>::quiet_NaN());
     ASSERT_EQ(inverse_cholesky_upper(h32.data(), n, static_cast<float>(shift), u.data(), GetParam()),
               FactorOutcome::ok)
         << "n " << n;
@@ -110,17 +113,21 @@ TEST(GptqLinearAlgebra, SameBitsOnOneThreadAndOnFour) {
   ASSERT_EQ(inverse_cholesky_upper(h.data(), kN, 1.0f, four.data()), FactorOutcome::ok);
   EXPECT_EQ(one, four);
 
-  constexpr int64_t kM = 64, kK = 128;
-  const auto a = random_floats(static_cast<size_t>(kM * kK), 9);
-  const auto b = random_floats(static_cast<size_t>(kK * kN), 10);
-  auto c_one = random_floats(static_cast<size_t>(kM * kN), 11);
-  auto c_four = c_one;
-  omp_set_num_threads(1);
-  ASSERT_TRUE(subtract_product(c_one.data(), kM, a.data(), kM, b.data(), kK, kM, kN, kK));
-  omp_set_num_threads(4);
-  ASSERT_TRUE(subtract_product(c_four.data(), kM, a.data(), kM, b.data(), kK, kM, kN, kK));
+  // Several panels (300 columns), and one panel of a long product (128
+  // columns, 512 deep), which runs outside any parallel region: there only
+  // EIGEN_DONT_PARALLELIZE keeps Eigen from threading it.
+  for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{64, kN, 128}, {512, 128, 512}}) {
+    const auto a = random_floats(static_cast<size_t>(m * k), 9);
+    const auto b = random_floats(static_cast<size_t>(k * n), 10);
+    auto c_one = random_floats(static_cast<size_t>(m * n), 11);
+    auto c_four = c_one;
+    omp_set_num_threads(1);
+    ASSERT_TRUE(subtract_product(c_one.data(), m, a.data(), m, b.data(), k, m, n, k));
+    omp_set_num_threads(4);
+    ASSERT_TRUE(subtract_product(c_four.data(), m, a.data(), m, b.data(), k, m, n, k));
+    EXPECT_EQ(c_one, c_four) << m << "x" << n << "x" << k;
+  }
   omp_set_num_threads(threads);
-  EXPECT_EQ(c_one, c_four);
 }
 
 }  // namespace
