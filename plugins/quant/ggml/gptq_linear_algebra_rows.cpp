@@ -14,13 +14,15 @@
 #define TESSERA_EIGEN_NAME_(level) Eigen_gptq_##level
 #define TESSERA_EIGEN_NAME(level) TESSERA_EIGEN_NAME_(level)
 #define Eigen TESSERA_EIGEN_NAME(TESSERA_ISA_NAMESPACE)
-// The products split their work into panels on the OpenMP threads here, each
-// panel's arithmetic fixed by its shape: Eigen's own threading would choose
-// its blocking by the number of threads, and the bits with it.
+// The products split their work into panels on the OpenMP threads here
+// (column_panels.hpp), and the factorization runs outside them: Eigen's own
+// threading would choose its blocking by the number of threads, and the bits
+// with it.
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 
+#include "column_panels.hpp"
 #include "gptq_linear_algebra.hpp"
 
 namespace tessera::ggml::TESSERA_ISA_NAMESPACE {
@@ -34,26 +36,15 @@ FactorOutcome inverse_cholesky_upper_kernel(const float* h, int64_t n, float shi
     if (factor.info() != Eigen::Success) return FactorOutcome::not_positive_definite;
     // L⁻¹, one panel of columns at a time: column j of L⁻¹ is zero above row
     // j, so panel [p, p + w) solves L[p:, p:]·X = the identity's rows p.. of
-    // those columns. Panels near the left are longer, so they are handed out
-    // one at a time to whichever thread is free.
+    // those columns. Panels near the left are longer, and go first.
     Eigen::Map<Eigen::MatrixXf> inverse_l(u, n, n);
     inverse_l.setZero();
-    constexpr int64_t kPanel = 128;
-    const int64_t panels = (n + kPanel - 1) / kPanel;
-    bool ok = true;
-#pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
-    for (int64_t i = 0; i < panels; ++i) {
-      const int64_t p = i * kPanel;
-      const int64_t w = std::min(kPanel, n - p);
-      try {  // Eigen's blocking buffers; an exception must not leave an OpenMP region
-        Eigen::Map<Eigen::MatrixXf, 0, Strided> panel(u + p * n + p, n - p, w, Strided(n));
-        panel.topRows(w).setIdentity();
-        reversed.bottomRightCorner(n - p, n - p).triangularView<Eigen::Lower>().solveInPlace(panel);
-      } catch (...) {
-        ok = false;
-      }
-    }
-    if (!ok) return FactorOutcome::out_of_memory;
+    const bool solved = for_each_column_panel(n, 128, [&](int64_t p, int64_t w) {
+      Eigen::Map<Eigen::MatrixXf, 0, Strided> panel(u + p * n + p, n - p, w, Strided(n));
+      panel.topRows(w).setIdentity();
+      reversed.bottomRightCorner(n - p, n - p).triangularView<Eigen::Lower>().solveInPlace(panel);
+    });
+    if (!solved) return FactorOutcome::out_of_memory;
     inverse_l.reverseInPlace();  // L⁻¹'s zeros above its diagonal land below U's
     if (!inverse_l.diagonal().allFinite() || (inverse_l.diagonal().array() <= 0.0f).any())
       return FactorOutcome::not_positive_definite;
@@ -70,20 +61,8 @@ bool subtract_product_kernel(float* c, int64_t ldc, const float* a, int64_t lda,
   const Eigen::Map<const Eigen::MatrixXf, 0, Strided> left(a, m, k, Strided(lda));   // [m, k]
   const Eigen::Map<const Eigen::MatrixXf, 0, Strided> right(b, k, n, Strided(ldb));  // [k, n]
   // Panels of the result's columns, one product each, on the threads.
-  constexpr int64_t kPanel = 128;
-  const int64_t panels = (n + kPanel - 1) / kPanel;
-  bool ok = true;
-#pragma omp parallel for schedule(static) reduction(&& : ok) if (panels > 1)
-  for (int64_t i = 0; i < panels; ++i) {
-    const int64_t p = i * kPanel;
-    const int64_t w = std::min(kPanel, n - p);
-    try {
-      result.middleCols(p, w).noalias() -= left * right.middleCols(p, w);
-    } catch (...) {
-      ok = false;
-    }
-  }
-  return ok;
+  return for_each_column_panel(
+      n, 128, [&](int64_t p, int64_t w) { result.middleCols(p, w).noalias() -= left * right.middleCols(p, w); });
 }
 
 }  // namespace tessera::ggml::TESSERA_ISA_NAMESPACE

@@ -114,8 +114,7 @@ TEST(GptqLinearAlgebra, SameBitsOnOneThreadAndOnFour) {
   EXPECT_EQ(one, four);
 
   // Several panels (300 columns), and one panel of a long product (128
-  // columns, 512 deep), which runs outside any parallel region: there only
-  // EIGEN_DONT_PARALLELIZE keeps Eigen from threading it.
+  // columns, 512 deep), which one thread computes while the others idle.
   for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{64, kN, 128}, {512, 128, 512}}) {
     const auto a = random_floats(static_cast<size_t>(m * k), 9);
     const auto b = random_floats(static_cast<size_t>(k * n), 10);

@@ -14,6 +14,8 @@
 #define Eigen TESSERA_EIGEN_NAME(TESSERA_ISA_NAMESPACE)
 #include <Eigen/Core>
 
+#include "column_panels.hpp"
+
 namespace tessera::ggml::TESSERA_ISA_NAMESPACE {
 
 bool add_gram_kernel(const float* x, int64_t rows, int64_t cols, float* h) {
@@ -22,21 +24,10 @@ bool add_gram_kernel(const float* x, int64_t rows, int64_t cols, float* h) {
   Eigen::Map<Eigen::MatrixXf> gram(h, cols, cols);           // [cols, cols], column-major
   // Column panels of H: panel [p, p + w) takes rows p.. of its columns, the
   // lower triangle and its own w×w diagonal block. Panels near the left are
-  // longer, so they are handed out one at a time to whichever thread is free.
-  constexpr int64_t kPanel = 128;
-  const int64_t panels = (cols + kPanel - 1) / kPanel;
-  bool ok = true;
-#pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
-  for (int64_t i = 0; i < panels; ++i) {
-    const int64_t p = i * kPanel;
-    const int64_t w = std::min(kPanel, cols - p);
-    try {  // Eigen's blocking buffers; an exception must not leave an OpenMP region
-      gram.block(p, p, cols - p, w).noalias() += inputs.middleCols(p, cols - p).transpose() * inputs.middleCols(p, w);
-    } catch (...) {
-      ok = false;
-    }
-  }
-  return ok;
+  // longer, and go first.
+  return for_each_column_panel(cols, 128, [&](int64_t p, int64_t w) {
+    gram.block(p, p, cols - p, w).noalias() += inputs.middleCols(p, cols - p).transpose() * inputs.middleCols(p, w);
+  });
 }
 
 bool hessian_quadratic_kernel(const float* m, int64_t rows, int64_t cols, const float* h, double* trace) {
