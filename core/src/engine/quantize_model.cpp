@@ -454,6 +454,15 @@ Status round_embedding_and_head(const QuantizeJob& job, Session& s, CoreModelBui
   return Status::Ok();
 }
 
+// Runs one calibration pass, which a Linear in the stop role may end early
+// (CalibrationLinear sets `stopped`): its error only when it failed otherwise.
+template <typename Pass>
+Status run_pass(bool& stopped, Pass&& pass) {
+  stopped = false;
+  Status ran = pass();
+  return ran.ok() || stopped ? Status::Ok() : ran;
+}
+
 // The calibration samples' inputs to one layer, [samples][tokens, hidden],
 // moved on a layer at a time (Session::run_layers).
 class LayerInputs {
@@ -490,9 +499,8 @@ class LayerInputs {
     if (layer != layer_) return Internal("calibration: the stored inputs are another layer's");
     for (size_t i = 0; i < samples_.size(); ++i) {
       scratch_ = hidden_[i];
-      stopped_ = false;
-      const Status ran = session_.run_layers(samples_[i], layer, layer + 1, scratch_.data());
-      if (!ran.ok() && !stopped_) return ran;
+      TESSERA_RETURN_IF_ERROR(
+          run_pass(stopped_, [&] { return session_.run_layers(samples_[i], layer, layer + 1, scratch_.data()); }));
     }
     return Status::Ok();
   }
@@ -842,6 +850,13 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
   std::map<std::string, std::vector<QuantizedPart>> parts;  // beside each weight (INT8's scales); node-stable
   std::map<std::string, std::vector<TensorRef>> part_views;  // views of `parts` the quantized Linears read
   std::set<std::string, std::less<>> replaced;  // the input's parts of the weights quantized
+  // SmoothQuant's alpha search runs the candidates on up to
+  // kSmoothSearchRows input rows, every keep_every-th, spread evenly over
+  // the samples.
+  constexpr int64_t kSmoothSearchRows = 2048;
+  const int64_t calibration_rows = job.samples * job.sample_tokens;
+  const int64_t keep_every =
+      job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows) : 0;
   int64_t layers_done = 0;
   for (auto& [layer, weights] : layers) {
     // The held-out rows each weight reads, [rows, in], kept once per input:
@@ -889,14 +904,8 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
     // known (output_only_weights), every product is.
     std::set<std::string> unread_products;
     for (const size_t i : output_only_weights(names)) unread_products.insert(names[i]);
-    // SmoothQuant's alpha search runs the candidates on up to
-    // kSmoothSearchRows input rows, spread evenly over the samples, kept
-    // by the first Linear of each scale group (the others read the same).
-    constexpr int64_t kSmoothSearchRows = 2048;
-    const int64_t calibration_rows = job.samples * job.sample_tokens;
-    const int64_t keep_every =
-        job.smooth_search > 0 ? std::max<int64_t>(1, (calibration_rows + kSmoothSearchRows - 1) / kSmoothSearchRows)
-                              : 0;
+    // The rows SmoothQuant's search keeps, by the first Linear of each
+    // scale group (the others read the same).
     std::set<std::string> keepers;
     if (keep_every > 0) {
       for (const ScaleGroup& group : awq_scale_groups(layer, layer_shapes(s.file(), layer)))
@@ -949,11 +958,8 @@ static Result<QuantizeReport> quantize_gguf(const QuantizeJob& job, PluginRegist
           TESSERA_RETURN_IF_ERROR(layer_inputs.advance_to(layer));
           TESSERA_RETURN_IF_ERROR(layer_inputs.observe(layer));
         } else {
-          for (const auto& sample : samples) {
-            stopped = false;
-            const Status ran = s.run_through(sample);
-            if (!ran.ok() && !stopped) return ran;
-          }
+          for (const auto& sample : samples)
+            TESSERA_RETURN_IF_ERROR(run_pass(stopped, [&] { return s.run_through(sample); }));
         }
         report.calibration_seconds += seconds_since(calibration_start);
         // Every stage sees every row: a pass that ended early would not.
