@@ -29,18 +29,23 @@ static_assert(sizeof(TileConfig) == 64);
 // GCC 12's tile stores do clobber memory) after tile stores.
 inline void tile_memory_fence() { asm volatile("" ::: "memory"); }
 
-// Tiles 0-7 each 16 rows of 64 bytes: K = 64 per product. Load it before a
-// kernel's first tile instruction on each call: another plugin's tile code
-// on this thread may have loaded its own configuration since.
-inline void configure_16x64_tiles() {
+// Tile t (t < 8) rows[t] rows of colsb[t] bytes (0 and 0: unused). Load a
+// configuration before a kernel's first tile instruction on each call:
+// another plugin's tile code on this thread may have loaded its own since.
+inline void configure_tiles(const uint8_t (&rows)[8], const uint16_t (&colsb)[8]) {
   TileConfig c{};
   c.palette_id = 1;
   for (int t = 0; t < 8; ++t) {
-    c.rows[t] = 16;
-    c.colsb[t] = 64;
+    c.rows[t] = rows[t];
+    c.colsb[t] = colsb[t];
   }
   tile_memory_fence();  // c is read by ldtilecfg
   _tile_loadconfig(&c);
+}
+
+// Tiles 0-7 each 16 rows of 64 bytes: K = 64 per product.
+inline void configure_16x64_tiles() {
+  configure_tiles({16, 16, 16, 16, 16, 16, 16, 16}, {64, 64, 64, 64, 64, 64, 64, 64});
 }
 
 }  // namespace tessera

@@ -291,6 +291,24 @@ BENCHMARK(BM_KQuantPrefill)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The 32-block formats' prefill at the same shape, one thread: the 16-row
+// groups at avx512_vnni, their panels at amx; args: format, level, terms.
+void BM_BlockPrefill(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  if (!use_level(state, state.range(1))) return;
+  omp_set_num_threads(1);
+  time_prefill(state, type, 576, 1536, static_cast<ActivationTerms>(state.range(2)));
+  state.SetLabel(std::string(dtype_name(type)) + " " + std::string(isa_level_name(active_kernels().level)));
+}
+BENCHMARK(BM_BlockPrefill)
+    ->ArgsProduct({{static_cast<int64_t>(DType::q4_0), static_cast<int64_t>(DType::q4_1), static_cast<int64_t>(DType::q5_0),
+                    static_cast<int64_t>(DType::q8_0)},
+                   {static_cast<int64_t>(IsaLevel::avx512_vnni), static_cast<int64_t>(IsaLevel::amx)},
+                   {1, 2}})
+    ->ArgNames({"type", "level", "terms"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 #ifndef TESSERA_GGML_NO_X86_KERNELS
 // One core's ceiling for 8-bit multiply-adds with each level's instruction
 // (int8_peak.hpp), in GOP/s (two per multiply-add, as the Prefill counters

@@ -195,6 +195,51 @@ inline void panel_quants(const BlockQ8K* x, int64_t nb, int64_t row, const Panel
 using KQuantPanelFn = void (*)(const void* groups, size_t group_bytes, int64_t nb, const BlockQ8K* x,
                                size_t x_row_blocks, const PanelActivations& xa, int nx, float* y, size_t y_stride);
 
+// The Q8_1 activations as the 16-row block panels read them (amx level;
+// QuantLinear), `rows` rows (terms of rows) written by block_tile_quants:
+//   quants [nb, rows, 32] int8, 64-byte aligned: block b of row m at
+//          (b * rows + m) * 32, so a tile of 16 rows of one block is 512
+//          bytes in a row (the Q8_1 blocks are 36 bytes apart: loaded in
+//          place, a tile's rows would straddle cache lines, as the K-quant
+//          panels' did);
+//   d, s   [nb, rows] f32: ActivationScales' d and s, the 16 rows of a tile
+//          side by side (read per row and block beside the Q8_1 blocks,
+//          each was a cache line of its own).
+struct BlockTiles {
+  int8_t* quants = nullptr;
+  float* d = nullptr;
+  float* s = nullptr;
+  size_t rows = 0;
+  size_t at(int64_t b, int64_t m) const { return static_cast<size_t>(b) * rows + static_cast<size_t>(m); }
+  // Block b of row m (and of the rows after it: a tile from m).
+  int8_t* tile(int64_t b, int64_t m) const { return quants + at(b, m) * kBlock; }
+};
+// Bytes of BlockTiles for `rows` rows of nb blocks.
+inline size_t block_tile_bytes(int64_t nb, size_t rows) {
+  return static_cast<size_t>(nb) * rows * (kBlock + 2 * sizeof(float));
+}
+inline BlockTiles block_tiles(void* memory, int64_t nb, size_t rows) {
+  auto* bytes = static_cast<uint8_t*>(memory);
+  const size_t n = static_cast<size_t>(nb) * rows;
+  return {reinterpret_cast<int8_t*>(bytes), reinterpret_cast<float*>(bytes + n * kBlock),
+          reinterpret_cast<float*>(bytes + n * (kBlock + sizeof(float))), rows};
+}
+// Activation row `row` (nb Q8_1 blocks at x, their scales at xs) into a's layout.
+inline void block_tile_quants(const BlockQ8_1* x, const ActivationScales* xs, int64_t nb, int64_t row,
+                              const BlockTiles& a) {
+  for (int64_t b = 0; b < nb; ++b) {
+    std::memcpy(a.tile(b, row), x[b].qs, kBlock);
+    a.d[a.at(b, row)] = xs[b].d;
+    a.s[a.at(b, row)] = xs[b].s;
+  }
+}
+// A repacked 16-row group (BlockQ4_0x16, BlockQ4_1x16, BlockQ5_0x16,
+// BlockQ5_1x16, BlockQ8_0x16; amx level) against nx activation rows, nx a
+// multiple of 16, read from xa's first row (xa.rows >= nx):
+// y[xi * y_stride + r] = dot(row r, activation row xi), r < 16, each to the
+// bit what the level's RepackTileFn for the layout gives.
+using RepackPanelFn = void (*)(const void* group, int64_t nb, const BlockTiles& xa, int nx, float* y,
+                               size_t y_stride);
 // Two consecutive repacked K-quant groups as one: the 16 rows of the groups
 // of 8 at `groups` and `groups + group_bytes` against nx <= kMaxRepackX
 // activation rows: y[xi * y_stride + r], r < 16, each to the bit what
@@ -280,6 +325,13 @@ struct KernelTable {
   RepackTileFn q4_0x8;
   RepackTileFn q4_0x16;
   QuantizeActivationRowFn quantize_activation_row;
+  // The 16-row block layouts' panels for prefill on AMX-INT8 tiles (the amx
+  // level, repack16_panels_amx.cpp), else nullptr.
+  RepackPanelFn q4_0x16_panel;
+  RepackPanelFn q4_1x16_panel;
+  RepackPanelFn q8_0x16_panel;
+  RepackPanelFn q5_0x16_panel;
+  RepackPanelFn q5_1x16_panel;
 };
 
 // One table per level, defined in that level's translation unit. Calling one
@@ -288,7 +340,9 @@ const KernelTable& scalar_kernel_table();
 const KernelTable& avx2_kernel_table();
 const KernelTable& avx512_kernel_table();
 const KernelTable& avx512_vnni_kernel_table();
-const KernelTable& amx_kernel_table();  // avx512_vnni's, with the K-quant panels
+const KernelTable& amx_kernel_table();  // avx512_vnni's, with the K-quant and block panels
+// The amx level's block panels into t (repack16_panels_amx.cpp).
+void add_repack16_panels(KernelTable& t);
 
 // The table for `level`, or nullptr when this CPU lacks it.
 const KernelTable* kernels_for(IsaLevel level);

@@ -629,6 +629,8 @@ const KernelTable& avx2_kernel_table() {
       nullptr, nullptr,  // f16/bf16 tiles: rows widened into scratch for f32_tile instead
       repack::q4_0x8, nullptr,  // Q4_0's 16-row layout needs AVX-512 VNNI
       &activation_row::quantize_row<&quantize_q8_1>,
+
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // block panels: the amx level's
   };
   return table;
 }

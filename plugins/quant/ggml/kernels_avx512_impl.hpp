@@ -499,6 +499,8 @@ const KernelTable& make_table(IsaLevel level, const char* name) {
       nullptr,
 #endif
       &activation_row::quantize_row<&quantize_q8_1>,
+
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // block panels: the amx level's
   };
   return table;
 }

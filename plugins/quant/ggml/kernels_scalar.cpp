@@ -400,6 +400,8 @@ const KernelTable& scalar_kernel_table() {
       &nibble_group<BlockQ4_0x8, kRepackRows, false, false>,
       &nibble_group<BlockQ4_0x16, kWideRepackRows, false, false>,
       &activation_row::quantize_row<&quantize_row_q8_1>,
+
+      nullptr, nullptr, nullptr, nullptr, nullptr,  // block panels: the amx level's
   };
   return table;
 }

@@ -363,6 +363,70 @@ TEST_P(KernelLevel, RepackedGroupsMatchPlainRows) {
   }
 }
 
+// n rows of nb Q8_1 blocks and their scales as the block panels read them,
+// the tiles `rows` rows apart (at least n).
+struct TileInput {
+  HostBuffer memory;
+  BlockTiles tiles;
+};
+TileInput tile_input(const std::vector<BlockQ8_1>& x, const std::vector<ActivationScales>& xs, int n, int64_t nb,
+                     size_t rows) {
+  TileInput in{HostBuffer(block_tile_bytes(nb, rows)), {}};
+  in.tiles = block_tiles(in.memory.data(), nb, rows);
+  for (int i = 0; i < n; ++i) block_tile_quants(x.data() + i * nb, xs.data() + i * nb, nb, i, in.tiles);
+  return in;
+}
+
+std::vector<ActivationScales> activation_scales(const std::vector<BlockQ8_1>& x, DType type) {
+  std::vector<ActivationScales> xs(x.size());
+  for (size_t b = 0; b < x.size(); ++b) {
+    int32_t q_sum = 0;
+    for (int8_t q : x[b].qs) q_sum += q;
+    xs[b] = {f16_to_f32(x[b].d), f16_to_f32(x[b].s), -repacked_quant_excess(type, true) * q_sum};
+  }
+  return xs;
+}
+
+// The block panels (amx, repack16_panels_amx.cpp) against the level's own
+// 16-row group kernels, bit for bit (the same integer sums, the same f32
+// steps in the same order): 1 to 3 tiles of activation rows, odd block
+// counts (the Q8_0 and Q4_0 layouts' lone last block), a group that is not
+// the first, tiles further apart than the rows. Levels without panels say so.
+TEST_P(KernelLevel, Repack16PanelsMatchTheGroups) {
+  TESSERA_SKIP_IF_UNSUPPORTED(GetParam());
+  const KernelTable& k = *kernels_for(GetParam());
+  for (DType type : {DType::q4_0, DType::q4_1, DType::q8_0, DType::q5_0, DType::q5_1}) {
+    const RepackPanelFn panel = repacked_panel_kernel(k, type);
+    if (panel == nullptr) {
+      ASSERT_NE(GetParam(), IsaLevel::amx) << "the amx table lacks the " << dtype_name(type) << " panel";
+      GTEST_SKIP() << k.name << " has no block panels (the amx level's only)";
+    }
+    const RepackTileFn group = repacked_group_kernel(k, type, true);
+    ASSERT_NE(group, nullptr);
+    for (int64_t nb : {1, 2, 3, 18}) {
+      const int64_t cols = nb * kBlock;
+      constexpr int kRows = 3 * kWideRepackRows;
+      const auto w = make_weights(type, kRows, cols, static_cast<uint32_t>(nb * 13 + 5));
+      std::vector<uint8_t> packed(w.size());
+      repack_rows(type, true, w.data(), kRows, nb, packed.data());
+      const uint8_t* second = packed.data() + kWideRepackRows * dtype_row_bytes(type, cols);
+      for (int nx : {16, 32, 48}) {
+        const auto x = make_activations(nx, cols, static_cast<uint32_t>(nb * 11 + nx));
+        const auto xs = activation_scales(x, type);
+        std::vector<float> want(static_cast<size_t>(nx) * kWideRepackRows, NAN), got(want.size(), NAN);
+        for (int x0 = 0; x0 < nx; x0 += kMaxRepackX)
+          group(second, nb, x.data() + x0 * nb, xs.data() + x0 * nb, nb, std::min(kMaxRepackX, nx - x0),
+                want.data() + x0 * kWideRepackRows, kWideRepackRows, StreamAhead{});
+        const TileInput in = tile_input(x, xs, nx, nb, static_cast<size_t>(nx) + kPanelTileX);
+        panel(second, nb, in.tiles, nx, got.data(), kWideRepackRows);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << k.name << " " << dtype_name(type) << " nb=" << nb << " nx=" << nx << " ("
+                                     << i / kWideRepackRows << "," << i % kWideRepackRows << ")";
+      }
+    }
+  }
+}
+
 // Where a kernel prefetches for a block: `bytes` past it, nowhere when off or
 // when that lies at or past the end of the thread's rows.
 TEST(StreamAhead, TargetsTheLinesAheadWithinTheThreadsRows) {
@@ -419,6 +483,20 @@ TEST_P(KernelLevel, RepackedGroupsSumExactlyAtTheExtremes) {
       fn(packed.data(), nb, x.data(), xs.data(), nb, 1, y.data(), R, StreamAhead{});
       for (int r = 0; r < R; ++r)
         EXPECT_EQ(y[r], static_cast<float>(nb * 32 * 127 * q)) << dtype_name(type) << " R=" << R << " row " << r;
+      const RepackPanelFn panel = R == kWideRepackRows ? repacked_panel_kernel(k, type) : nullptr;
+      if (panel == nullptr) continue;
+      // A tile of 16 such activation rows through the panel (amx).
+      std::vector<BlockQ8_1> x16;
+      std::vector<ActivationScales> xs16;
+      for (int i = 0; i < kPanelTileX; ++i) {
+        x16.insert(x16.end(), x.begin(), x.end());
+        xs16.insert(xs16.end(), xs.begin(), xs.end());
+      }
+      const TileInput in = tile_input(x16, xs16, kPanelTileX, nb, kPanelTileX);
+      std::vector<float> tile_y(kPanelTileX * R);
+      panel(packed.data(), nb, in.tiles, kPanelTileX, tile_y.data(), R);
+      for (size_t i = 0; i < tile_y.size(); ++i)
+        EXPECT_EQ(tile_y[i], static_cast<float>(nb * 32 * 127 * q)) << dtype_name(type) << " panel at " << i;
     }
   }
 }

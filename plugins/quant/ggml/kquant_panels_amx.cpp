@@ -1,6 +1,7 @@
 // kquant_panels_amx.cpp: the repacked K-quants (BlockQ4Kx8, BlockQ5Kx8,
 // BlockQ6Kx8) against many activation rows on AMX-INT8 tiles, and the amx
-// level's kernel table (the avx512_vnni table with these panels). Compiled
+// level's kernel table (the avx512_vnni table with these panels and the block
+// layouts', repack16_panels_amx.cpp). Compiled
 // with the avx512_vnni flags plus -mamx-tile -mamx-int8.
 //
 // A panel is 16 weight rows (two consecutive groups of 8) by a multiple of 16
@@ -334,6 +335,7 @@ const KernelTable& amx_kernel_table() {
     t.q4_k_panel = &k4_panel<BlockQ4Kx8, false>;
     t.q5_k_panel = &k4_panel<BlockQ5Kx8, true>;
     t.q6_k_panel = &q6_k_panel;
+    add_repack16_panels(t);
     return t;
   }();
   return table;

@@ -74,6 +74,21 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
   return repacked_group_kernel(k, type_, group_rows_ == kWideRepackRows);
 }
 
+RepackPanelFn repacked_panel_kernel(const KernelTable& k, DType type) {
+  switch (type) {
+    case DType::q4_0: return k.q4_0x16_panel;
+    case DType::q4_1: return k.q4_1x16_panel;
+    case DType::q8_0: return k.q8_0x16_panel;
+    case DType::q5_0: return k.q5_0x16_panel;
+    case DType::q5_1: return k.q5_1x16_panel;
+    default: return nullptr;
+  }
+}
+
+RepackPanelFn QuantLinear::panel_kernel(const KernelTable& k) const {
+  return group_rows_ == kWideRepackRows && repacked_rows_ > 0 ? repacked_panel_kernel(k, type_) : nullptr;
+}
+
 void QuantLinear::rows(const KernelTable& k, int64_t r0, int64_t r1, const BlockQ8_1* xq,
                        const ActivationScales* xs, int nx, float* y, int64_t y_stride, StreamAhead ahead) const {
   const int64_t nb = in_ / kBlock;
@@ -100,9 +115,13 @@ void QuantLinear::quantize_rows(const KernelTable& k, const float* x, int64_t ro
   ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
   // The layouts whose kernels take the quant sums (q_offset); the others read none.
   const int32_t excess = repacked_quant_excess(type_, group_rows_ == kWideRepackRows);
+  const int64_t nb = in_ / kBlock;
   for (int64_t i = row_begin; i < row_end; ++i) {
     k.quantize_activation_row(x + i * in_, in_, static_cast<int>(terms_), excess, x_q8_.data() + i * m,
                               xs == nullptr ? nullptr : xs + i * m);
+    if (!fill_panel_) continue;
+    for (int64_t t = 0; t < terms_; ++t)
+      block_tile_quants(x_q8_.data() + i * m + t * nb, xs + i * m + t * nb, nb, i * terms_ + t, x_tiles_);
   }
 }
 
@@ -111,11 +130,29 @@ void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_
   const int64_t nb = in_ / kBlock;
   const BlockQ8_1* xq = x_q8_.data();
   const ActivationScales* xs = repacked_rows_ > 0 ? x_scales_.data() : nullptr;
-  products_in_groups(n, r_begin, r_end, group_rows_, kMaxRepackX,
-                     [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool weights_cached) {
-                       rows(k, r0, r1, xq + x0 * nb, xs == nullptr ? nullptr : xs + x0 * nb, nx,
-                            y + x0 * y_stride + (r0 - r_begin), y_stride, weights_cached ? StreamAhead{} : ahead);
-                     });
+  const auto groups = [&](int64_t count, int64_t x_first, int64_t c_begin, int64_t c_end) {
+    products_in_groups(count, c_begin, c_end, group_rows_, kMaxRepackX,
+                       [&](int64_t r0, int64_t r1, int64_t x0, int nx, bool weights_cached) {
+                         const int64_t xi = x_first + x0;
+                         rows(k, r0, r1, xq + xi * nb, xs == nullptr ? nullptr : xs + xi * nb, nx,
+                              y + xi * y_stride + (r0 - r_begin), y_stride, weights_cached ? StreamAhead{} : ahead);
+                       });
+  };
+  // Panels (AMX): each 16-row group by every whole tile of 16 activation
+  // rows; the rows past the last tile and the columns past the last group
+  // take the group kernels.
+  const RepackPanelFn panel = fill_panel_ ? panel_kernel(k) : nullptr;
+  const int64_t tiled = n / kPanelTileX * kPanelTileX;
+  if (panel == nullptr || tiled == 0) {
+    groups(n, 0, r_begin, r_end);
+    return;
+  }
+  int64_t r = r_begin;  // a multiple of 16 (column_alignment)
+  for (; r + kWideRepackRows <= std::min(r_end, repacked_rows_); r += kWideRepackRows)
+    panel(repacked_.data + r * row_bytes_, nb, x_tiles_, static_cast<int>(tiled), y + (r - r_begin),
+          static_cast<size_t>(y_stride));
+  if (tiled < n && r > r_begin) groups(n - tiled, tiled, r_begin, r);
+  if (r < r_end) groups(n, 0, r, r_end);
 }
 
 void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, int64_t r_begin, int64_t r_end) const {
@@ -140,7 +177,7 @@ void QuantLinear::output_range(const KernelTable& k, int64_t n_rows, float* y, i
                 ahead.bytes != 0);
 }
 
-void QuantLinear::reserve_scratch(int64_t n_rows) {
+void QuantLinear::reserve_scratch(const KernelTable& k, int64_t n_rows) {
   // Steady state: no allocation (every buffer grows, never shrinks).
   const auto grow = [](auto& v, int64_t size) {
     if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
@@ -148,6 +185,15 @@ void QuantLinear::reserve_scratch(int64_t n_rows) {
   const int64_t nb = in_ / kBlock;
   grow(x_q8_, n_rows * terms_ * nb);
   if (repacked_rows_ > 0) grow(x_scales_, n_rows * terms_ * nb);
+  // The panels take whole tiles of 16 term rows: fewer never reach them.
+  const auto term_rows = static_cast<size_t>(n_rows * terms_);
+  fill_panel_ = panel_kernel(k) != nullptr && term_rows >= kPanelTileX;
+  if (!fill_panel_ || term_rows <= x_tiles_.rows) return;
+  // Room for a whole chunk of forward() at once, so batches that grow a row
+  // at a time do not allocate on every call.
+  const size_t rows = std::max(term_rows, static_cast<size_t>(kMaxScratchRows * terms_));
+  x_tiles_memory_ = HostBuffer(block_tile_bytes(nb, rows));
+  x_tiles_ = block_tiles(x_tiles_memory_.data(), nb, rows);
 }
 
 Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
@@ -156,7 +202,7 @@ Status QuantLinear::forward(const float* x, float* y, int64_t n_rows) noexcept {
   return guard([&]() -> Status {
     const KernelTable& k = active_kernels();  // read per call so a forced level applies at once
     if (tile_for(k, type_) == nullptr) return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
-    reserve_scratch(std::min(n_rows, kMaxScratchRows));
+    reserve_scratch(k, std::min(n_rows, kMaxScratchRows));
     // Boundaries on multiples of the group keep repacked groups whole (and tiles of 4).
     forward_in_chunks(
         x, y, n_rows, in_, out_, weight_bytes(), group_rows_,
@@ -173,7 +219,7 @@ Status QuantLinear::prepare(const float* x, int64_t n_rows) noexcept {
     kernels_ = &active_kernels();
     if (tile_for(*kernels_, type_) == nullptr)
       return Internal("ggml linear: no kernel for " + std::string(dtype_name(type_)));
-    reserve_scratch(n_rows);
+    reserve_scratch(*kernels_, n_rows);
     quantize_rows(*kernels_, x, 0, n_rows);
     prepared_rows_ = n_rows;
     return Status::Ok();

@@ -20,6 +20,9 @@ namespace tessera::ggml {
 // or nullptr where `k` has none or the format has no repacked layout.
 RepackTileFn repacked_group_kernel(const KernelTable& k, DType type, bool wide);
 
+// The panel of `k` for `type`'s 16-row layout (amx), or nullptr.
+RepackPanelFn repacked_panel_kernel(const KernelTable& k, DType type);
+
 // The k of ActivationScales::q_offset for a repacked layout (`wide`: its 16
 // rows): 128 for Q8_0 in 16 rows (stored q + 128, vpdpbusd's unsigned
 // operand), 16 for Q5_0 (stored q + 16), 8 for Q4_0 (q + 8); 0 for the others
@@ -58,6 +61,8 @@ class QuantLinear final : public Linear {
  private:
   // The group kernel of `k` for this layout, or nullptr where `k` has none.
   RepackTileFn group_kernel(const KernelTable& k) const;
+  // The panel of `k` for this layout (16-row groups, amx), or nullptr.
+  RepackPanelFn panel_kernel(const KernelTable& k) const;
   // Output rows [r0, r1) (r0 a multiple of the group) for nx <= kMaxRepackX activation
   // rows; activation row i's output r goes to y[i * y_stride + r - r0]; the
   // group kernels prefetch as `ahead` says (kernels.hpp).
@@ -72,7 +77,9 @@ class QuantLinear final : public Linear {
   // `ahead` for the kernels' first pass over each group's weights.
   void products(const KernelTable& k, int64_t n, float* y, int64_t y_stride, int64_t r_begin, int64_t r_end,
                 StreamAhead ahead) const;
-  void reserve_scratch(int64_t n_rows);
+  // Room for n_rows activation rows, and whether they go to x_tiles_ too
+  // (fill_panel_: k's panels will take them).
+  void reserve_scratch(const KernelTable& k, int64_t n_rows);
 
   const uint8_t* weights_;
   DType type_;
@@ -86,6 +93,9 @@ class QuantLinear final : public Linear {
   int64_t terms_;                // 8-bit terms per activation block: 1 or 2
   std::vector<BlockQ8_1> x_q8_;  // [n_rows, terms, in / 32] quantized activations; grows, never shrinks
   std::vector<ActivationScales> x_scales_;  // [n_rows, terms, in / 32] their d and s as f32, q_offset (repacked path)
+  HostBuffer x_tiles_memory_;                // x_tiles_'s
+  BlockTiles x_tiles_;                       // x_q8_'s quants as the panels read them; grows, never shrinks
+  bool fill_panel_ = false;                  // this call's rows go to x_tiles_ too
   const KernelTable* kernels_ = nullptr;     // chosen by the last prepare()
   int64_t prepared_rows_ = 0;                // rows the scratch holds after prepare()
 };
