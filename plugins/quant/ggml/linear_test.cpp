@@ -516,7 +516,10 @@ TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
 // multiplied a chunk at a time: every row's outputs are the bits it gets alone.
 TEST(Linear, LongBatchesGiveEachRowItsOwnBits) {
   constexpr int64_t kOut = 40, kIn = 512, kRows = 2 * kMaxScratchRows + 3;
-  for (DType type : {DType::q4_1, DType::q4_k}) {
+  // Q4_1, Q8_0, Q5_0 and Q4_K: the panels' formats where the CPU has AMX
+  // (whole chunks through them; the 3 rows after, and the 8 columns past
+  // the last group of 16, through the groups).
+  for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 61);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {
       auto linear = make_quantized(type, w, kOut, kIn, {}, terms);

@@ -74,6 +74,18 @@ RepackTileFn QuantLinear::group_kernel(const KernelTable& k) const {
   return repacked_group_kernel(k, type_, group_rows_ == kWideRepackRows);
 }
 
+// Term rows from which a call takes the block panels (a tile is 16). Each
+// call turns every weight block of its groups signed once for all its
+// activation tiles, and every tile's sums leave through memory, so with few
+// tiles the VNNI groups win. Sapphire Rapids VM, 2 threads, two terms,
+// prefill tok/s against the build without panels, alternating: panels from
+// 16 term rows, a 16-token prompt (32 term rows), SmolLM2-135M Q4_1 828-874
+// against 903-908 (three rounds); from 64, 32 tokens (64 term rows)
+// 1092-1111 against 1057-1082 and Qwen2.5-Coder-0.5B (mostly Q5_0) 411-417
+// against 354, 64 tokens 1227-1275 against 1143-1145 and 490-492 against
+// 391-405 (two rounds).
+constexpr size_t kMinBlockPanelRows = 64;
+
 RepackPanelFn repacked_panel_kernel(const KernelTable& k, DType type) {
   switch (type) {
     case DType::q4_0: return k.q4_0x16_panel;
@@ -185,9 +197,9 @@ void QuantLinear::reserve_scratch(const KernelTable& k, int64_t n_rows) {
   const int64_t nb = in_ / kBlock;
   grow(x_q8_, n_rows * terms_ * nb);
   if (repacked_rows_ > 0) grow(x_scales_, n_rows * terms_ * nb);
-  // The panels take whole tiles of 16 term rows: fewer never reach them.
+  // The panels from kMinBlockPanelRows term rows; fewer take the groups.
   const auto term_rows = static_cast<size_t>(n_rows * terms_);
-  fill_panel_ = panel_kernel(k) != nullptr && term_rows >= kPanelTileX;
+  fill_panel_ = panel_kernel(k) != nullptr && term_rows >= kMinBlockPanelRows;
   if (!fill_panel_ || term_rows <= x_tiles_.rows) return;
   // Room for a whole chunk of forward() at once, so batches that grow a row
   // at a time do not allocate on every call.
