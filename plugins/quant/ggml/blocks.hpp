@@ -259,6 +259,19 @@ struct BlockQ8_0x16Pair {
   uint16_t d[2][kWideRepackRows];
   uint8_t qs[2][kWideRepackRows * kBlock];
 };
+// Where block b of a 16-row Q8_0 group of nb blocks keeps its scales and quants.
+template <>
+struct GroupBlocks<BlockQ8_0x16Pair> {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0x16Pair) / 2;
+  static const uint16_t* d(const void* g, int64_t nb, int64_t b) {
+    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
+    return b / 2 < nb / 2 ? pairs[b / 2].d[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->d;
+  }
+  static const uint8_t* qs(const void* g, int64_t nb, int64_t b) {
+    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
+    return b / 2 < nb / 2 ? pairs[b / 2].qs[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->qs;
+  }
+};
 
 // The K-quants, 8 rows (repack_kquant.cpp; kernels in kquant_groups_*.cpp).
 // A super-block of 8 rows is split into 8 runs of 32 elements, j = 0..7. For

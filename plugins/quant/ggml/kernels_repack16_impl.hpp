@@ -25,9 +25,7 @@ inline __m512i broadcast4(const int8_t* p) {  // quants p[0..3] in every i32 lan
   return _mm512_set1_epi32(v);
 }
 
-inline __m512 scales16(const uint16_t* h) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
-}
+#include "repack16_nibbles.hpp"  // scales16, split_nibbles (shared with the AMX panels)
 
 // Weights stored as q + 128: vpdpbusd gives sum((q + 128) * x), and the block's
 // 128 * sum(x) (precomputed per activation block) is taken off in i32, exactly.
@@ -35,19 +33,15 @@ template <int NX>
 void q8_0x16_fixed(const void* group, int64_t nb, const tessera::ggml::BlockQ8_1* x,
                    const tessera::ggml::ActivationScales* xs, size_t x_row_blocks, float* y, size_t y_stride,
                    tessera::ggml::StreamAhead ahead) {
-  using tessera::ggml::BlockQ8_0x16;
-  using tessera::ggml::BlockQ8_0x16Pair;
+  using Blocks = tessera::ggml::GroupBlocks<tessera::ggml::BlockQ8_0x16Pair>;
   constexpr bool kTwoChains = NX <= 4;
-  const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(group);
-  const auto* last = reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2);  // the odd block, if any
   __m512 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const bool paired = b / 2 < nb / 2;
-    const uint16_t* wd = paired ? pairs[b / 2].d[b % 2] : last->d;
-    const uint8_t* wq = paired ? pairs[b / 2].qs[b % 2] : last->qs;
-    repack::prefetch_ahead<repack::lines_per_block(sizeof(BlockQ8_0x16Pair) / 2)>(wq, ahead);
+    const uint16_t* wd = Blocks::d(group, nb, b);
+    const uint8_t* wq = Blocks::qs(group, nb, b);
+    repack::prefetch_ahead<repack::lines_per_block(Blocks::kBlockBytes)>(wq, ahead);
     const int8_t* xq[NX];
 #pragma GCC unroll 8
     for (int xi = 0; xi < NX; ++xi) xq[xi] = x[xi * x_row_blocks + b].qs;
@@ -91,8 +85,6 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
                        tessera::ggml::StreamAhead ahead) {
   constexpr bool kTwoChains = NX <= 4;
   using Blocks = tessera::ggml::GroupBlocks<Group>;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i bit4 = _mm512_set1_epi8(0x10);
   __m512 acc[NX];
 #pragma GCC unroll 8
   for (int xi = 0; xi < NX; ++xi) acc[xi] = _mm512_setzero_ps();
@@ -110,14 +102,8 @@ void nibbles_x16_fixed(const void* group, int64_t nb, const tessera::ggml::Block
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {  // lo: quants 4k..4k+3 of each row, hi: quants 16+4k..
-      const __m512i v = _mm512_loadu_si512(wq + 64 * k);
-      __m512i lo = _mm512_and_si512(v, low4);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      if constexpr (kHighBits) {
-        const uint64_t* qh = Blocks::block(group, b).qh;
-        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(qh[k], bit4));
-        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(qh[4 + k], bit4));
-      }
+      __m512i lo, hi;
+      split_nibbles<kHighBits>(wq, fifth_bit_masks<Group, kHighBits>(group, b), k, lo, hi);
 #pragma GCC unroll 8
       for (int xi = 0; xi < NX; ++xi) {
         dot[xi] = _mm512_dpbusd_epi32(dot[xi], lo, broadcast4(xq[xi] + 4 * k));

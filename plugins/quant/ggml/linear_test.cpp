@@ -492,7 +492,7 @@ TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
     const auto bias = random_floats(kOut, 52);
     auto linear = make_quantized(type, w, kOut, kIn, bias, ActivationTerms::q8x2);
     const int64_t a = linear->column_alignment();
-    for (int64_t n : {1, 4, 11}) {
+    for (int64_t n : {1, 4, 11, 37}) {  // 37: 74 term rows, the AMX panels' (four tiles and the groups)
       const auto x = random_floats(n * kIn, static_cast<uint32_t>(53 + n));
       std::vector<float> one(n * kOut), two(n * kOut), split(n * kOut, -99.0f);
       const int saved = omp_get_max_threads();
@@ -515,10 +515,11 @@ TEST(Linear, TwoTermsGiveTheSameBitsSplitOrThreaded) {
 // A batch longer than the drivers' scratch (kMaxScratchRows) is quantized and
 // multiplied a chunk at a time: every row's outputs are the bits it gets alone.
 TEST(Linear, LongBatchesGiveEachRowItsOwnBits) {
-  constexpr int64_t kOut = 40, kIn = 512, kRows = 2 * kMaxScratchRows + 3;
+  constexpr int64_t kOut = 40, kIn = 512, kRows = 2 * kMaxScratchRows + 41;
   // Q4_1, Q8_0, Q5_0 and Q4_K: the panels' formats where the CPU has AMX
-  // (whole chunks through them; the 3 rows after, and the 8 columns past
-  // the last group of 16, through the groups).
+  // (whole chunks through them; the last chunk's 41 rows through the groups
+  // with one term, with two its 82 term rows through five tiles and the
+  // groups; the 8 columns past the last group of 16 through the ggml rows).
   for (DType type : {DType::q4_1, DType::q8_0, DType::q5_0, DType::q4_k}) {
     const auto w = make_weight_bytes(type, kOut, kIn, 61);
     for (ActivationTerms terms : {ActivationTerms::q8, ActivationTerms::q8x2}) {

@@ -151,11 +151,11 @@ void QuantLinear::products(const KernelTable& k, int64_t n, float* y, int64_t y_
                        });
   };
   // Panels (AMX): each 16-row group by every whole tile of 16 activation
-  // rows; the rows past the last tile and the columns past the last group
-  // take the group kernels.
+  // rows; the rows past the last tile take the group kernels, the columns
+  // past the last group (not repacked) the tiles on the ggml rows (rows()).
   const RepackPanelFn panel = fill_panel_ ? panel_kernel(k) : nullptr;
   const int64_t tiled = n / kPanelTileX * kPanelTileX;
-  if (panel == nullptr || tiled == 0) {
+  if (panel == nullptr || n < static_cast<int64_t>(kMinBlockPanelRows)) {  // a forward()'s last chunk may be short
     groups(n, 0, r_begin, r_end);
     return;
   }
@@ -197,7 +197,7 @@ void QuantLinear::reserve_scratch(const KernelTable& k, int64_t n_rows) {
   const int64_t nb = in_ / kBlock;
   grow(x_q8_, n_rows * terms_ * nb);
   if (repacked_rows_ > 0) grow(x_scales_, n_rows * terms_ * nb);
-  // The panels from kMinBlockPanelRows term rows; fewer take the groups.
+  // The panels from kMinBlockPanelRows term rows a call; fewer take the groups.
   const auto term_rows = static_cast<size_t>(n_rows * terms_);
   fill_panel_ = panel_kernel(k) != nullptr && term_rows >= kMinBlockPanelRows;
   if (!fill_panel_ || term_rows <= x_tiles_.rows) return;

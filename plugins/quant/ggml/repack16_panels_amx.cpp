@@ -48,57 +48,51 @@ void configure_block_tiles() {
   configure_tiles({16, 16, 16, 16, kChunks, kChunks, 0, 0}, {64, 64, kBlock, kBlock, 64, 64, 0, 0});
 }
 
-// Where block b of a group keeps its scales and quants (Q8_0: pairs of
-// blocks, then a lone one for odd nb, as BlockQ8_0x16Pair says).
-struct Q8_0Blocks {
-  static const uint16_t* d(const void* g, int64_t nb, int64_t b) {
-    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
-    return b / 2 < nb / 2 ? pairs[b / 2].d[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->d;
-  }
-  static const uint8_t* qs(const void* g, int64_t nb, int64_t b) {
-    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
-    return b / 2 < nb / 2 ? pairs[b / 2].qs[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->qs;
-  }
-};
+#include "repack16_nibbles.hpp"  // scales16, split_nibbles (shared with the VNNI group kernels)
 
-inline __m512 scales16(const uint16_t* h) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
-}
+// What the VNNI kernels' q_offset takes back out of each format's stored
+// quants (repacked_quant_excess, quant_linear.hpp: the 16-row layouts).
+template <typename Group>
+constexpr int kExcess = std::is_same_v<Group, BlockQ8_0x16Pair> ? 128
+                        : std::is_same_v<Group, BlockQ5_0x16>   ? 16
+                        : std::is_same_v<Group, BlockQ4_0x16>   ? 8
+                                                                : 0;
 
-// Block b of a group as a B tile of signed weights at out (512 bytes).
+// Block b of a group as a B tile of signed weights q - excess at out (512 bytes).
 template <typename Group>
 void signed_weights(const void* group, int64_t nb, int64_t b, uint8_t* out) {
-  if constexpr (std::is_same_v<Group, BlockQ8_0x16>) {  // q + 128 -> q
-    const uint8_t* qs = Q8_0Blocks::qs(group, nb, b);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* qs = GroupBlocks<Group>::qs(group, nb, b);
+  const __m512i excess = _mm512_set1_epi8(static_cast<char>(kExcess<Group>));
+  if constexpr (std::is_same_v<Group, BlockQ8_0x16Pair>) {  // whole bytes: q + 128 - 128 wraps to q
     for (int k = 0; k < kChunks; ++k)
-      _mm512_store_si512(out + 64 * k, _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * k), flip));
+      _mm512_store_si512(out + 64 * k, _mm512_sub_epi8(_mm512_loadu_si512(qs + 64 * k), excess));
   } else {
-    using Blocks = GroupBlocks<Group>;
     constexpr bool kHighBits = std::is_same_v<Group, BlockQ5_0x16> || std::is_same_v<Group, BlockQ5_1x16>;
-    constexpr char kExcess = std::is_same_v<Group, BlockQ5_0x16> ? 16 : std::is_same_v<Group, BlockQ4_0x16> ? 8 : 0;
-    const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10), excess = _mm512_set1_epi8(kExcess);
-    const uint8_t* qs = Blocks::qs(group, nb, b);
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(qs + 64 * k);
-      __m512i lo = _mm512_and_si512(v, low4);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      if constexpr (kHighBits) {
-        const uint64_t* qh = Blocks::block(group, b).qh;
-        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(qh[k], bit4));
-        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(qh[4 + k], bit4));
-      }
+      __m512i lo, hi;
+      split_nibbles<kHighBits>(qs, fifth_bit_masks<Group, kHighBits>(group, b), k, lo, hi);
       _mm512_store_si512(out + 64 * k, _mm512_sub_epi8(lo, excess));
       _mm512_store_si512(out + 64 * (4 + k), _mm512_sub_epi8(hi, excess));
     }
   }
 }
 
+// Block b's sums for the activation tile from row m0, in tile C. A macro:
+// GCC's tile intrinsics paste the tile number into their asm text, so it
+// must be a literal (a template parameter reaches the assembler as its name).
+#define TESSERA_BLOCK_PRODUCT(C, A, B, b)           \
+  do {                                              \
+    _tile_zero(C);                                  \
+    _tile_loadd(A, xa.tile((b), m0), kBlock);       \
+    _tile_loadd(B, weights[(b)*kChunks].bytes, 64); \
+    _tile_dpbssd(C, A, B);                          \
+  } while (false)
+
 // One block's sums (c, 16 activation rows of 16 i32) into the rows'
 // accumulators; dx, sx: the 16 rows' d and s for the block.
 template <bool kMin>
-[[gnu::always_inline]] inline void close_block(const int32_t (&c)[kTileRows][kWideRepackRows], __m512 d, __m512 m, const float* dx,
-                        const float* sx, __m512 (&acc)[kTileRows]) {
+[[gnu::always_inline]] inline void close_block(const int32_t (&c)[kTileRows][kWideRepackRows], __m512 d, __m512 m,
+                                               const float* dx, const float* sx, __m512 (&acc)[kTileRows]) {
 #pragma GCC unroll 16
   for (int i = 0; i < kTileRows; ++i) {
     const __m512 sum = _mm512_cvtepi32_ps(_mm512_load_si512(c[i]));
@@ -107,10 +101,11 @@ template <bool kMin>
   }
 }
 
-// The panel. Group: the layout's block; kMin: Q4_1/Q5_1's minimum.
+// The panel. Group: the layout's block (BlockQ8_0x16Pair for Q8_0's pairs);
+// kMin: Q4_1/Q5_1's minimum.
 template <typename Group, bool kMin>
 void panel(const void* group, int64_t nb, const BlockTiles& xa, int nx, float* y, size_t y_stride) {
-  using Blocks = std::conditional_t<std::is_same_v<Group, BlockQ8_0x16>, Q8_0Blocks, GroupBlocks<Group>>;
+  using Blocks = GroupBlocks<Group>;
   thread_local std::vector<Chunk> weights;  // [nb, 8 chunks] signed; grows, never shrinks
   if (weights.size() < static_cast<size_t>(nb) * kChunks) weights.resize(static_cast<size_t>(nb) * kChunks);
   for (int64_t b = 0; b < nb; ++b) signed_weights<Group>(group, nb, b, weights[b * kChunks].bytes);
@@ -122,46 +117,31 @@ void panel(const void* group, int64_t nb, const BlockTiles& xa, int nx, float* y
   tile_memory_fence();  // weights is read by tile loads
   alignas(64) int32_t c[2][kTileRows][kWideRepackRows];
   for (int m0 = 0; m0 < nx; m0 += kTileRows) {
-    __m512 acc[kTileRows];
+    __m512 acc[kTileRows];  // the 16 rows' outputs, in registers (close_block inlines)
     for (auto& a : acc) a = _mm512_setzero_ps();
-    // Two blocks at a time in tiles 0 and 1.
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-      _tile_zero(0);
-      _tile_loadd(2, xa.tile(b, m0), kBlock);
-      _tile_loadd(4, weights[b * kChunks].bytes, 64);
-      _tile_dpbssd(0, 2, 4);
-      _tile_zero(1);
-      _tile_loadd(3, xa.tile(b + 1, m0), kBlock);
-      _tile_loadd(5, weights[(b + 1) * kChunks].bytes, 64);
-      _tile_dpbssd(1, 3, 5);
+    for (int64_t b = 0; b < nb; b += 2) {  // two blocks at a time, in tiles 0 and 1
+      const bool two = b + 1 < nb;
+      TESSERA_BLOCK_PRODUCT(0, 2, 4, b);
+      if (two) TESSERA_BLOCK_PRODUCT(1, 3, 5, b + 1);
       _tile_stored(0, c[0], 64);
-      _tile_stored(1, c[1], 64);
+      if (two) _tile_stored(1, c[1], 64);
       tile_memory_fence();  // c was written by tile stores
-      close_block<kMin>(c[0], scales16(Blocks::d(group, nb, b)), minimums(b), xa.d + xa.at(b, m0),
-                        xa.s + xa.at(b, m0), acc);
-      close_block<kMin>(c[1], scales16(Blocks::d(group, nb, b + 1)), minimums(b + 1), xa.d + xa.at(b + 1, m0),
-                        xa.s + xa.at(b + 1, m0), acc);
-    }
-    if (b < nb) {
-      _tile_zero(0);
-      _tile_loadd(2, xa.tile(b, m0), kBlock);
-      _tile_loadd(4, weights[b * kChunks].bytes, 64);
-      _tile_dpbssd(0, 2, 4);
-      _tile_stored(0, c[0], 64);
-      tile_memory_fence();
-      close_block<kMin>(c[0], scales16(Blocks::d(group, nb, b)), minimums(b), xa.d + xa.at(b, m0),
-                        xa.s + xa.at(b, m0), acc);
+      close_block<kMin>(c[0], scales16(Blocks::d(group, nb, b)), minimums(b), xa.d + xa.at(b, m0), xa.s + xa.at(b, m0),
+                        acc);
+      if (two)
+        close_block<kMin>(c[1], scales16(Blocks::d(group, nb, b + 1)), minimums(b + 1), xa.d + xa.at(b + 1, m0),
+                          xa.s + xa.at(b + 1, m0), acc);
     }
     for (int i = 0; i < kTileRows; ++i) _mm512_storeu_ps(y + (m0 + i) * y_stride, acc[i]);
   }
   _tile_release();
 }
+#undef TESSERA_BLOCK_PRODUCT
 
 }  // namespace
 
 void add_repack16_panels(KernelTable& t) {
-  t.q8_0x16_panel = &panel<BlockQ8_0x16, false>;
+  t.q8_0x16_panel = &panel<BlockQ8_0x16Pair, false>;
   t.q4_0x16_panel = &panel<BlockQ4_0x16, false>;
   t.q4_1x16_panel = &panel<BlockQ4_1x16, true>;
   t.q5_0x16_panel = &panel<BlockQ5_0x16, false>;
