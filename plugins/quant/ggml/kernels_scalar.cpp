@@ -314,18 +314,11 @@ struct Q8_0x8Layout {
 };
 
 // Block b of a 16-row Q8_0 group: quants stored as q + 128, blocks in pairs
-// and a lone last block when nb is odd (blocks.hpp).
-struct Q8_0x16Layout {
+// and a lone last block when nb is odd (blocks.hpp, whose accessors the
+// VNNI kernels and the AMX panels read it through too).
+struct Q8_0x16Layout : GroupBlocks<BlockQ8_0x16Pair> {
   static constexpr int kRows = kWideRepackRows;
   static constexpr int kOffset = 128;
-  static const uint16_t* d(const void* g, int64_t nb, int64_t b) {
-    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
-    return b / 2 < nb / 2 ? pairs[b / 2].d[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->d;
-  }
-  static const uint8_t* qs(const void* g, int64_t nb, int64_t b) {
-    const auto* pairs = static_cast<const BlockQ8_0x16Pair*>(g);
-    return b / 2 < nb / 2 ? pairs[b / 2].qs[b % 2] : reinterpret_cast<const BlockQ8_0x16*>(pairs + nb / 2)->qs;
-  }
 };
 
 template <typename Layout>
